@@ -1,0 +1,80 @@
+"""Findings and the three ways to print them: text for people, JSON for tools, GitHub
+workflow annotations for pull requests.
+
+A finding is where (path relative to the docs root, 1-based line and column), what (a
+rule code from `rules`) and how bad (its severity after the configuration has spoken).
+Findings sort by path, then line, column and code, so output is stable across runs and
+machines.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from .rules import RULES, Level, Severity
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        label = "" if self.severity == "error" else "(warning) "
+        return f"{self.path}:{self.line}:{self.col}: {self.code} {label}{self.message}"
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def finding(path: str, line: int, code: str, message: str, col: int = 1) -> Finding:
+    """A finding at the rule's default severity; `apply_levels` adjusts it later."""
+    return Finding(path, max(line, 1), max(col, 1), code, message, RULES[code].severity)
+
+
+def apply_levels(findings: Iterable[Finding], levels: Mapping[str, Level]) -> list[Finding]:
+    """Set each finding's severity from the configured rule levels, drop `off` ones, sort."""
+    out = []
+    for f in findings:
+        level = levels.get(f.code, f.severity)
+        if level != "off":
+            out.append(replace(f, severity=level))
+    return sorted(out)
+
+
+def count(findings: Sequence[Finding]) -> tuple[int, int]:
+    """(errors, warnings)."""
+    errors = sum(1 for f in findings if f.severity == "error")
+    return errors, len(findings) - errors
+
+
+def render_text(findings: Sequence[Finding]) -> str:
+    return "".join(f"{f}\n" for f in findings)
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    return json.dumps([f.to_dict() for f in findings], indent=2, ensure_ascii=False) + "\n"
+
+
+def render_github(findings: Sequence[Finding], prefix: str = "") -> str:
+    """Workflow commands; `prefix` turns docs-root paths into repository paths."""
+    lines = []
+    for f in findings:
+        command = "error" if f.severity == "error" else "warning"
+        props = f"file={_escape_property(prefix + f.path)},line={f.line},col={f.col},title={f.code}"
+        lines.append(f"::{command} {props}::{_escape_data(f.message)}\n")
+    return "".join(lines)
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")

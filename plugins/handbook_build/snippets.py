@@ -1,0 +1,121 @@
+"""Fenced snippets and the registry of their validators.
+
+A validator is any importable function ``(text: str) -> list`` whose items are error
+messages: a string, or a ``(line, message)`` pair with a 1-based line inside the
+snippet. The built-ins register exactly like a library's own
+(``"handbook_build.snippets:check_json"``), so ``snippet_validators: {json: off}``
+switches one off and ``{yaml: "myapp.config:check_snippet"}`` replaces it with the
+application's real parser.
+
+Snippets are parsed, never executed. A validator that raises is reported (HB502) and
+the run goes on: one broken validator must not hide the other findings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+from .findings import Finding, finding
+from .parse import Doc
+
+Validator = Callable[[str], Sequence[str | tuple[int, str]]]
+
+BUILTINS: Mapping[str, str] = {
+    "json": "handbook_build.snippets:check_json",
+    "yaml": "handbook_build.snippets:check_yaml",
+    "yml": "handbook_build.snippets:check_yaml",
+    "toml": "handbook_build.snippets:check_toml",
+}
+
+
+def check_json(text: str) -> list[str | tuple[int, str]]:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return [(exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")]
+    except RecursionError:
+        return ["invalid JSON: nested too deeply"]
+    return []
+
+
+def check_yaml(text: str) -> list[str | tuple[int, str]]:
+    """Composes the node graph without constructing values: aliases stay references,
+    so an alias bomb costs nothing, and anchors, which real configs use, are fine."""
+    try:
+        for _ in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            pass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        return [(mark.line + 1, f"invalid YAML: {problem}")] if mark else [f"invalid YAML: {problem}"]
+    except RecursionError:
+        return ["invalid YAML: nested too deeply"]
+    return []
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column \d+\)$")
+
+
+def check_toml(text: str) -> list[str | tuple[int, str]]:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = _TOML_LINE.search(message)
+        return [(int(m.group(1)), f"invalid TOML: {message}")] if m else [f"invalid TOML: {message}"]
+    except RecursionError:
+        return ["invalid TOML: nested too deeply"]
+    return []
+
+
+def load(ref: str, search_dir: Path | None = None) -> Validator:
+    """Import ``module:function``; `search_dir` (the config's folder) is tried too, so a
+    library can keep its validators beside its mkdocs.yml. Raises ImportError."""
+    module_name, _, attr = ref.partition(":")
+    added = search_dir is not None and str(search_dir) not in sys.path
+    if added:
+        sys.path.insert(0, str(search_dir))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ImportError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    finally:
+        if added:
+            sys.path.remove(str(search_dir))
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise ImportError(f"{module_name} has no function {attr}")
+    return function  # type: ignore[no-any-return]
+
+
+def registry(configured: Mapping[str, str], search_dir: Path | None = None) -> dict[str, Validator]:
+    """Fence language -> validator: the built-ins, overridden or switched off by config."""
+    refs = {**BUILTINS, **configured}
+    return {lang: load(ref, search_dir) for lang, ref in refs.items() if ref != "off"}
+
+
+def check(doc: Doc, validators: Mapping[str, Validator]) -> list[Finding]:
+    findings = []
+    for fence in doc.fences:
+        validator = validators.get(fence.lang)
+        if validator is None:
+            continue
+        try:
+            problems = validator(fence.text)
+            if not isinstance(problems, (list, tuple)):
+                raise TypeError(f"returned {type(problems).__name__}, expected a list of errors")
+            for problem in problems:
+                line, message = problem if isinstance(problem, tuple) else (1, str(problem))
+                offset = min(max(int(line), 1), fence.text.count("\n") or 1) - 1
+                findings.append(finding(doc.path, fence.line + offset, "HB501", f"{fence.lang} snippet: {message}"))
+        except Exception as exc:
+            findings.append(finding(doc.path, fence.line, "HB502", f"{fence.lang} validator crashed: {type(exc).__name__}: {exc}"))
+    return findings
