@@ -1,0 +1,153 @@
+"""One markdown file -> `Doc`: frontmatter, body, headings, sections and fenced snippets.
+
+Structure comes from markdown-it-py's block tokens, not regular expressions, so a ``##``
+inside a fence or an indented block is never taken for a heading, and every fence knows
+its line. Anchors are made the way MkDocs' toc makes them (Python-Markdown's own
+`slugify` and `unique` over every heading in order), so `get(doc, section=anchor)` and
+the site's `#anchor` links always agree.
+
+Only block parsing runs over the whole body; inline parsing runs on heading text alone.
+That keeps parsing linear and cheap on the 10,000-page corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from markdown.extensions.toc import slugify, unique
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from .findings import Finding
+from .frontmatter import FrontmatterError
+from .frontmatter import parse as parse_frontmatter
+from .source import Text
+
+SECTION_LEVELS = (2, 3)
+
+_md = MarkdownIt("commonmark").disable("inline")
+_inline = MarkdownIt("commonmark")
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    title: str
+    anchor: str
+    line: int
+    """1-based line in the file."""
+    offset: int
+    """Character offset of the heading line in the body."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A ``##`` or ``###`` heading and the body text it spans, up to the next heading of
+    the same or a higher level."""
+
+    title: str
+    anchor: str
+    level: int
+    start: int
+    end: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Fence:
+    lang: str
+    text: str
+    line: int
+    """1-based file line of the snippet's first line."""
+
+
+@dataclass(frozen=True)
+class Doc:
+    path: str
+    """POSIX path relative to the docs root."""
+    meta: dict[str, Any]
+    lines: dict[str, int]
+    """Frontmatter key -> 1-based line."""
+    body: str
+    body_line: int
+    headings: tuple[Heading, ...]
+    sections: tuple[Section, ...]
+    fences: tuple[Fence, ...]
+
+    @property
+    def id(self) -> str:
+        value = self.meta.get("id")
+        return value if isinstance(value, str) else ""
+
+    def line_of(self, key: str) -> int:
+        """Where a frontmatter field is, or the opening `---` when it is absent."""
+        return self.lines.get(key, 1)
+
+
+def parse(source: Text) -> tuple[Doc | None, list[Finding]]:
+    """The doc and any warnings, or None and the findings that make it unusable."""
+    try:
+        fm = parse_frontmatter(source.path, source.text)
+    except FrontmatterError as exc:
+        return None, exc.findings
+    body = source.text[fm.body_offset :]
+    headings, fences = _structure(body, fm.body_line)
+    sections = _sections(headings, len(body))
+    doc = Doc(source.path, fm.data, fm.lines, body, fm.body_line, headings, sections, fences)
+    return doc, fm.warnings
+
+
+def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:
+    """Each section ends where the next heading of its level or higher begins."""
+    sections = []
+    open_: list[Heading] = []
+    for h in (*headings, None):
+        level = h.level if h else 0
+        end = h.offset if h else body_chars
+        while open_ and open_[-1].level >= level:
+            o = open_.pop()
+            if o.level in SECTION_LEVELS:
+                sections.append(Section(o.title, o.anchor, o.level, o.offset, end, o.line))
+        if h:
+            open_.append(h)
+    return tuple(sorted(sections, key=lambda s: s.start))
+
+
+def _structure(body: str, body_line: int) -> tuple[tuple[Heading, ...], tuple[Fence, ...]]:
+    line_offsets = [0, *accumulate(len(line) for line in body.splitlines(keepends=True))]
+    headings: list[Heading] = []
+    fences: list[Fence] = []
+    used_ids: set[str] = set()
+    counters: dict[str, int] = {}
+    tokens = _md.parse(body)
+    for i, token in enumerate(tokens):
+        if token.map is None:
+            continue
+        if token.type == "heading_open":
+            title = heading_text(tokens[i + 1].content)
+            anchor = unique(slugify(title, "-"), used_ids, counters)
+            offset = line_offsets[token.map[0]]
+            headings.append(Heading(int(token.tag[1]), title, anchor, body_line + token.map[0], offset))
+        elif token.type == "fence":
+            lang = token.info.split(maxsplit=1)[0].strip("{}.").lower() if token.info.strip() else ""
+            fences.append(Fence(lang, token.content, body_line + token.map[0] + 1))
+    return tuple(headings), tuple(fences)
+
+
+def heading_text(source: str) -> str:
+    """The plain text of a heading's inline markdown, as MkDocs' toc sees it: markup and
+    inline HTML tags dropped, code and entities kept as text, images contribute nothing."""
+    return " ".join("".join(_text(_inline.parseInline(source))).split())
+
+
+def _text(tokens: list[Token]) -> Iterator[str]:
+    for token in tokens:
+        if token.type in ("text", "code_inline", "text_special"):
+            yield token.content
+        elif token.type in ("softbreak", "hardbreak"):
+            yield " "
+        elif token.children and token.type != "image":
+            yield from _text(token.children)

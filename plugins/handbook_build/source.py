@@ -1,0 +1,123 @@
+"""Walking the docs root and reading its files, refusing anything that is not plainly a
+regular file inside it.
+
+Symlinks are never followed (a link can point anywhere, and a link to a FIFO hangs a
+reader), special files are never opened, and every name must be portable: the same docs
+root is checked out on Linux, macOS and Windows, and a bundle's paths must mean one
+file everywhere. Dot-files and dot-directories are skipped, as MkDocs does.
+
+Text is decoded as strict UTF-8; a leading byte-order mark is dropped and line endings
+become ``\\n``, so a checkout with CRLF endings gives the same bundle.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .findings import Finding, finding
+
+_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_UNPORTABLE = set('\\<>:"|?*')
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The markdown files found, as POSIX paths relative to the root, and the findings."""
+
+    paths: list[str]
+    findings: list[Finding]
+
+
+def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
+    paths: list[str] = []
+    findings: list[Finding] = []
+    real_root = os.path.realpath(root)
+    for rel, entry in _walk(root, "", exclude):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode):
+            target = os.path.realpath(entry.path)
+            if os.path.commonpath([real_root, target]) != real_root:
+                findings.append(finding(rel, 1, "HB104", "is a symlink that escapes the docs root; move the file into the docs root"))
+            else:
+                findings.append(finding(rel, 1, "HB102", "is a symlink; replace it with the file itself"))
+        elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            findings.append(finding(rel, 1, "HB103", "is a special file (FIFO, socket or device); remove it from the docs root"))
+        elif stat.S_ISREG(mode) and rel.endswith(".md"):
+            problem = unportable(rel)
+            if problem:
+                findings.append(finding(rel, 1, "HB104", f"{problem}; rename the file"))
+            else:
+                paths.append(rel)
+    paths.sort()
+    findings.extend(_collisions(paths))
+    return Discovery(paths, findings)
+
+
+def _walk(root: Path, prefix: str, exclude: Sequence[str]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    with os.scandir(root / prefix if prefix else root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        rel = f"{prefix}{entry.name}"
+        if entry.name.startswith(".") or any(fnmatch.fnmatchcase(rel, p) for p in exclude):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(root, rel + "/", exclude)
+        else:
+            yield rel, entry
+
+
+def unportable(rel: str) -> str | None:
+    """Why `rel` is not a safe, portable relative path, or None."""
+    for part in rel.split("/"):
+        if any(ch in _UNPORTABLE or ord(ch) < 32 or ord(ch) == 127 for ch in part):
+            return f"name {part!r} holds a character that is not portable (\\ < > : \" | ? * or a control character)"
+        if part.endswith((".", " ")):
+            return f"name {part!r} ends with a dot or a space"
+        if part.split(".")[0].lower() in _WINDOWS_RESERVED:
+            return f"name {part!r} is reserved on Windows"
+    return None
+
+
+def _collisions(paths: list[str]) -> Iterator[Finding]:
+    seen: dict[str, str] = {}
+    for rel in paths:
+        key = unicodedata.normalize("NFC", rel).casefold()
+        if key in seen:
+            yield finding(rel, 1, "HB105", f"collides with {seen[key]} after case folding or Unicode normalization; rename one")
+        else:
+            seen[key] = rel
+
+
+@dataclass(frozen=True)
+class Text:
+    path: str
+    text: str
+
+
+def read(root: Path, rel: str) -> Text | Finding:
+    """The file's text, or the finding that explains why it cannot be used."""
+    try:
+        fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        return finding(rel, 1, "HB102" if os.path.islink(root / rel) else "HB103", f"cannot be opened: {exc.strerror}")
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return finding(rel, 1, "HB103", "is not a regular file")
+        data = fh.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return finding(rel, line, "HB101", f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8", col=col)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return Text(rel, text)
