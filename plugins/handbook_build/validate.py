@@ -1,0 +1,33 @@
+"""All rules over a parsed library: per-doc field rules, snippets, and the rules that need
+every doc at once. Every finding is collected; nothing stops at the first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from . import schema, snippets
+from .config import Config
+from .findings import Finding, finding
+from .parse import Doc
+
+
+def validate(docs: Sequence[Doc], config: Config, validators: Mapping[str, snippets.Validator]) -> list[Finding]:
+    findings: list[Finding] = []
+    for doc in docs:
+        findings.extend(schema.check(doc, config))
+        findings.extend(snippets.check(doc, validators))
+    findings.extend(duplicate_ids(docs))
+    return findings
+
+
+def duplicate_ids(docs: Sequence[Doc]) -> Iterator[Finding]:
+    """Every later holder of an id names the first (in path order) with its line."""
+    first: dict[str, Doc] = {}
+    for doc in sorted(docs, key=lambda d: d.path):
+        if not doc.id:
+            continue
+        if doc.id in first:
+            other = first[doc.id]
+            yield finding(doc.path, doc.line_of("id"), "HB304", f"id `{doc.id}` is already used by {other.path}:{other.line_of('id')}; ids must be unique")
+        else:
+            first[doc.id] = doc
