@@ -1,0 +1,71 @@
+"""Shared helpers: make a library in a temporary folder and run `handbook check` on it."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from handbook.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+VALID_DOC = """\
+---
+id: {id}
+title: A valid doc
+kind: guide
+summary: A doc that passes every rule.
+---
+# A valid doc
+
+## Section
+
+Text.
+"""
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.stdout.splitlines()
+
+
+def run_cli(*args: str) -> Run:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
+MakeLibrary = Callable[..., Path]
+
+
+@pytest.fixture
+def make_library(tmp_path: Path) -> MakeLibrary:
+    """`make_library({"a.md": text_or_bytes}, **handbook_options) -> mkdocs.yml path`."""
+
+    def make(docs: dict[str, str | bytes], **options: object) -> Path:
+        root = tmp_path / "lib"
+        (root / "docs").mkdir(parents=True, exist_ok=True)
+        for rel, content in docs.items():
+            path = root / "docs" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(textwrap.dedent(content), encoding="utf-8")
+        entry = {"library": "test", "version": "1.0.0", **options}
+        config = {"site_name": "t", "docs_dir": "docs", "plugins": [{"handbook": entry}]}
+        (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        return root / "mkdocs.yml"
+
+    return make

@@ -1,0 +1,37 @@
+"""The docs are part of the product: every rule code, configuration key and command has
+its own heading, so an agent can fetch exactly that section."""
+
+from __future__ import annotations
+
+import re
+
+import click
+from conftest import ROOT
+from handbook.cli import main
+from handbook_build.config import _CHECKS
+from handbook_build.rules import RULES
+
+
+def headings(path: str) -> set[str]:
+    text = (ROOT / "docs" / path).read_text(encoding="utf-8")
+    return {m.group(1).strip() for m in re.finditer(r"^## (.+)$", text, re.MULTILINE)}
+
+
+def test_every_rule_code_is_documented() -> None:
+    documented = headings("reference/rules.md")
+    assert documented == {f"{rule.code} {rule.name}" for rule in RULES.values()}
+
+
+def test_every_configuration_key_is_documented() -> None:
+    assert set(_CHECKS) <= headings("reference/configuration.md")
+
+
+def test_every_command_is_documented() -> None:
+    ctx = click.Context(main)
+    commands = {f"handbook {name}" for name in main.list_commands(ctx)}
+    assert commands <= headings("reference/commands.md")
+
+
+def test_rule_names_are_unique_and_codes_well_formed() -> None:
+    assert len({r.name for r in RULES.values()}) == len(RULES)
+    assert all(re.fullmatch(r"HB\d{3}", code) for code in RULES)

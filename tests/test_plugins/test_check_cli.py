@@ -1,0 +1,136 @@
+"""`handbook check` end to end: the example library passes, the hostile library fails with
+exactly the expected findings, and every output format and exit code holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import FIXTURES, ROOT, VALID_DOC, MakeLibrary, run_cli
+from handbook_build.rules import RULES
+
+HOSTILE = FIXTURES / "hostile"
+REGENERATE = "handbook check --config tests/fixtures/hostile/mkdocs.yml > tests/fixtures/hostile/expected.txt"
+
+
+def test_example_library_passes() -> None:
+    run = run_cli("check", "--config", str(ROOT / "examples/plant-floor/mkdocs.yml"))
+    assert run.exit_code == 0, run.stdout
+    assert run.lines == ["6 docs checked: 0 errors, 0 warnings"]
+
+
+def test_project_docs_pass_strictly() -> None:
+    run = run_cli("check", "--config", str(ROOT / "mkdocs.yml"), "--strict")
+    assert run.exit_code == 0, run.stdout
+    assert run.lines[-1].endswith("0 errors, 0 warnings")
+
+
+def test_hostile_library_gives_exactly_the_expected_findings() -> None:
+    run = run_cli("check", "--config", str(HOSTILE / "mkdocs.yml"))
+    expected = (HOSTILE / "expected.txt").read_text(encoding="utf-8")
+    assert run.exit_code == 1
+    assert run.stdout == expected, f"if the change is intended, regenerate with: {REGENERATE}"
+
+
+def test_every_file_rule_has_a_failing_fixture() -> None:
+    """Rules about file-system objects git cannot hold are covered in test_source.py."""
+    expected = (HOSTILE / "expected.txt").read_text(encoding="utf-8")
+    filesystem_rules = {"HB102", "HB103", "HB104", "HB105"}
+    for code, rule in RULES.items():
+        if rule.configurable and code not in filesystem_rules:
+            assert f": {code} " in expected, f"no hostile fixture for {code}"
+
+
+def test_each_hostile_doc_is_named_for_the_code_it_breaks() -> None:
+    for line in (HOSTILE / "expected.txt").read_text().splitlines()[:-1]:
+        path, _, _, rest = line.split(":", 3)
+        code = rest.split()[0]
+        assert path.startswith(code.lower()), line
+
+
+def test_json_format_is_a_list_of_findings() -> None:
+    run = run_cli("check", "--config", str(HOSTILE / "mkdocs.yml"), "--format", "json")
+    findings = json.loads(run.stdout)
+    assert run.exit_code == 1
+    assert findings[0] == {
+        "path": "hb101-not-utf8.md",
+        "line": 7,
+        "col": 4,
+        "code": "HB101",
+        "message": "is not UTF-8 (byte 0xe9 at offset 87); save the file as UTF-8",
+        "severity": "error",
+    }
+    assert {f["severity"] for f in findings} == {"error", "warn"}
+    assert run.stderr.strip() == "12 docs checked: 26 errors, 2 warnings"
+
+
+def test_github_format_uses_paths_from_the_working_directory(make_library: MakeLibrary, monkeypatch) -> None:
+    config = make_library({"guides/a.md": VALID_DOC.format(id="a").replace("kind: guide", "kind: 'x, y'")}, vocab={"kind": ["guide"]})
+    monkeypatch.chdir(config.parent)
+    run = run_cli("check", "--format", "github")
+    assert run.exit_code == 1
+    assert run.lines == [
+        "::error file=docs/guides/a.md,line=4,col=1,title=HB305::`kind: x, y` is not in the vocabulary; allowed: guide"
+    ]
+
+
+def test_warnings_fail_only_under_strict(make_library: MakeLibrary) -> None:
+    config = make_library({"a.md": VALID_DOC.format(id="a") + "x" * 200}, limits={"body_warn_chars": 100})
+    relaxed = run_cli("check", "--config", str(config))
+    strict = run_cli("check", "--config", str(config), "--strict")
+    assert relaxed.exit_code == 0
+    assert strict.exit_code == 1
+    assert relaxed.lines[0] == "a.md:7:1: HB401 (warning) body has 233 characters, over the 100 warning limit: consider splitting it"
+    assert strict.lines[-1] == "1 docs checked: 0 errors, 1 warning (--strict: warnings fail)"
+
+
+def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> None:
+    docs = {"a.md": "no frontmatter\n", "b.md": VALID_DOC.format(id="b").replace("summary: A doc", "recommended: yes\nsummary: A doc")}
+    config = make_library(docs, rules={"HB201": "warn", "HB210": False})
+    run = run_cli("check", "--config", str(config))
+    assert run.exit_code == 0
+    assert run.lines == [
+        "a.md:1:1: HB201 (warning) has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+        "1 docs checked: 0 errors, 1 warning",
+    ]
+
+
+def test_exclude_skips_files_and_folders(make_library: MakeLibrary) -> None:
+    config = make_library({"drafts/x.md": "broken", "a.draft.md": "broken", "a.md": VALID_DOC.format(id="a")}, exclude=["drafts", "*.draft.md"])
+    run = run_cli("check", "--config", str(config))
+    assert run.exit_code == 0, run.stdout
+
+
+def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
+    run = run_cli("check", "--config", str(tmp_path / "nope.yml"))
+    assert run.exit_code == 2
+    assert run.lines == [f"{tmp_path / 'nope.yml'}:1:1: HB001 no such file; pass --config PATH or create {tmp_path / 'nope.yml'}"]
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    run = run_cli("check", "--colour")
+    assert run.exit_code == 2
+
+
+def test_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
+    """The installed command, in a real process, on a library of broken and hostile files."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_bytes(b"---\n\xff\xfe\x00garbage")
+    (docs / "b.md").write_text("---\nid: [\n---\n")
+    (docs / "c.md").write_text("---\n" + "- " * 5000 + "x\n---\n")
+    (docs / "d.md").write_text("---\nid: d\ntitle: t\nkind: k\nsummary: s\n---\n```json\n" + "[" * 50000 + "\n```\n")
+    os.mkfifo(docs / "e.md")
+    (tmp_path / "mkdocs.yml").write_text("plugins:\n  - handbook:\n      library: t\n      version: 1.0.0\n")
+    env = {**os.environ, "PYTHONFAULTHANDLER": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", "from handbook.cli import main; main()", "check", "--config", str(tmp_path / "mkdocs.yml")],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout + proc.stderr
+    codes = {line.split(": ")[1].split()[0] for line in proc.stdout.splitlines()[:-1]}
+    assert codes == {"HB101", "HB103", "HB203", "HB207", "HB402", "HB501"}
