@@ -8,14 +8,13 @@ import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 from . import snippets
 from .config import Config
 from .findings import Finding, apply_levels, count
 from .parse import Doc, parse
 from .source import Text, discover, read
-from .validate import validate
+from .validate import check_doc, check_library
 
 
 @dataclass(frozen=True)
@@ -43,44 +42,57 @@ _CHUNK = 64
 
 
 def check(config: Config, progress: Callable[[int, int], None] | None = None) -> CheckResult:
-    """Check the whole library. `progress(done, total)` is called as files are parsed."""
+    """Check the whole library. `progress(done, total)` is called as files are checked."""
     found = discover(config.docs_dir, config.exclude)
     findings = list(found.findings)
     docs = []
     total = len(found.paths)
-    for done, (doc, doc_findings) in enumerate(_load_all(config.docs_dir, found.paths), 1):
+    for done, (doc, doc_findings) in enumerate(_load_all(config, found.paths), 1):
         findings.extend(doc_findings)
         if doc is not None:
             docs.append(doc)
         if progress:
             progress(done, total)
-    validators = snippets.registry(config.snippet_validators, config.config_path.parent)
-    findings.extend(validate(docs, config, validators))
+    findings.extend(check_library(docs))
     return CheckResult(docs, apply_levels(findings, config.rules))
 
 
-def load(root: Path, path: str) -> tuple[Doc | None, list[Finding]]:
-    """Read and parse one file."""
-    source = read(root, path)
+def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
+    """Read, parse and check one file."""
+    source = read(config.docs_dir, path)
     if not isinstance(source, Text):
         return None, [source]
-    return parse(source)
+    doc, findings = parse(source)
+    if doc is not None:
+        findings += check_doc(doc, config, _validators(config))
+    return doc, findings
 
 
-def _load_chunk(root: Path, paths: list[str]) -> list[tuple[Doc | None, list[Finding]]]:
-    return [load(root, path) for path in paths]
+_registries: dict[tuple[tuple[str, str], ...], dict[str, snippets.Validator]] = {}
 
 
-def _load_all(root: Path, paths: list[str]) -> Iterator[tuple[Doc | None, list[Finding]]]:
-    """Parsing is CPU-bound pure Python, so large libraries use every core. Workers are
-    forked from a clean server process: MkDocs' `serve` runs threads, and forking a
-    threaded process can deadlock."""
+def _validators(config: Config) -> dict[str, snippets.Validator]:
+    """The validator registry, imported once per process (workers import their own)."""
+    key = tuple(sorted(config.snippet_validators.items()))
+    if key not in _registries:
+        _registries[key] = snippets.registry(config.snippet_validators, config.config_path.parent)
+    return _registries[key]
+
+
+def _load_chunk(config: Config, paths: list[str]) -> list[tuple[Doc | None, list[Finding]]]:
+    return [load(config, path) for path in paths]
+
+
+def _load_all(config: Config, paths: list[str]) -> Iterator[tuple[Doc | None, list[Finding]]]:
+    """Parsing and per-doc checks are CPU-bound pure Python, so large libraries use every
+    core. Workers are forked from a clean server process: MkDocs' `serve` runs threads,
+    and forking a threaded process can deadlock."""
     workers = min(os.cpu_count() or 1, 8)
     if len(paths) < PARALLEL_MIN_FILES or workers < 2:
-        yield from (load(root, path) for path in paths)
+        yield from (load(config, path) for path in paths)
         return
     chunks = [paths[i : i + _CHUNK] for i in range(0, len(paths), _CHUNK)]
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        for results in pool.map(_load_chunk, [root] * len(chunks), chunks):
+        for results in pool.map(_load_chunk, [config] * len(chunks), chunks):
             yield from results

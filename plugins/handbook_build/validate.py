@@ -1,5 +1,6 @@
-"""All rules over a parsed library: per-doc field rules, snippets, and the rules that need
-every doc at once. Every finding is collected; nothing stops at the first."""
+"""All rules over a parsed library, split by what they need: one doc (run wherever the
+doc was parsed, in parallel) or the whole library. Every finding is collected; nothing
+stops at the first."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from .findings import Finding, finding
 from .parse import Doc
 
 
-def validate(docs: Sequence[Doc], config: Config, validators: Mapping[str, snippets.Validator]) -> list[Finding]:
-    findings: list[Finding] = []
-    for doc in docs:
-        findings.extend(schema.check(doc, config))
-        findings.extend(snippets.check(doc, validators))
-    findings.extend(duplicate_ids(docs))
-    return findings
+def check_doc(doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]) -> list[Finding]:
+    """The rules that need only this doc: fields and snippets."""
+    return schema.check(doc, config) + snippets.check(doc, validators)
+
+
+def check_library(docs: Sequence[Doc]) -> list[Finding]:
+    """The rules that need every doc at once."""
+    return list(duplicate_ids(docs))
 
 
 def duplicate_ids(docs: Sequence[Doc]) -> Iterator[Finding]:

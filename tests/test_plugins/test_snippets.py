@@ -33,8 +33,8 @@ def lines_for(make_library: MakeLibrary, lang: str, text: str, **options: object
     ("lang", "text", "expected"),
     [
         ("json", '{"a": 1,\n "b": }', "s.md:9:1: HB501 json snippet: invalid JSON: Expecting value (column 7)"),
-        ("yaml", "a: 1\nb: [\nc: 2", "s.md:10:1: HB501 yaml snippet: invalid YAML: expected ',' or ']', but got '<stream end>'"),
-        ("yml", "a: b: c", "s.md:8:1: HB501 yml snippet: invalid YAML: mapping values are not allowed here"),
+        ("yaml", "a: 1\nb: [\nc: 2", "s.md:10:1: HB501 yaml snippet: invalid YAML: did not find expected ',' or ']'"),
+        ("yml", "a: b: c", "s.md:8:1: HB501 yml snippet: invalid YAML: mapping values are not allowed in this context"),
         ("toml", 'a = 1\nb = "x\n', "s.md:9:1: HB501 toml snippet: invalid TOML: Illegal character '\\n' (at line 2, column 7)"),
         ("JSON", "[1, 2", "s.md:8:1: HB501 json snippet: invalid JSON: Expecting ',' delimiter (column 1)"),
     ],
