@@ -59,10 +59,22 @@ class Config:
     snippet_validators: Mapping[str, str] = field(default_factory=dict)
     rules: Mapping[str, Level] = field(default_factory=dict)
     exclude: tuple[str, ...] = ()
+    list_fields: tuple[str, ...] | None = None
+    site_name: str = ""
+    site_description: str = ""
+    site_url: str = ""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
         return BUILTIN_FIELDS + tuple(f for f in self.required if f not in BUILTIN_FIELDS)
+
+    @property
+    def summary_fields(self) -> tuple[str, ...]:
+        """The app-specific fields shown in list results and page header cards: the
+        configured `list_fields`, or else every field with a vocabulary but `kind`."""
+        if self.list_fields is not None:
+            return self.list_fields
+        return tuple(name for name in self.vocab if name != "kind")
 
     @property
     def vocabularies(self) -> dict[str, tuple[str, ...]]:
@@ -250,8 +262,15 @@ def from_options(
         docs_dir=docs_dir.resolve(),
         site_dir=(base / str(mkdocs.get("site_dir", "site"))).resolve(),
         use_directory_urls=bool(mkdocs.get("use_directory_urls", True)),
+        site_name=_text(mkdocs.get("site_name")),
+        site_description=_text(mkdocs.get("site_description")),
+        site_url=_text(mkdocs.get("site_url")),
         **values,
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _check_library(value: Any, key: str, errors: _Errors) -> str:
@@ -281,7 +300,7 @@ def _check_vocab(value: Any, key: str, errors: _Errors) -> dict[str, tuple[str, 
     return vocab
 
 
-def _check_required(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
+def _check_field_names(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of field names")
         return ()
@@ -352,9 +371,10 @@ _CHECKS: dict[str, Callable[[Any, str, _Errors], Any]] = {
     "library": _check_library,
     "version": _check_version,
     "vocab": _check_vocab,
-    "required": _check_required,
+    "required": _check_field_names,
     "limits": _check_limits,
     "snippet_validators": _check_validators,
     "rules": _check_rules,
     "exclude": _check_exclude,
+    "list_fields": _check_field_names,
 }

@@ -9,6 +9,7 @@ same thing to every reader. PyYAML's safe loader is still too generous for that:
   also keeps PyYAML's recursive composer far from Python's recursion limit;
 * floats are refused: ``version: 1.10`` silently becomes ``1.1``; quoting says what is
   meant;
+* integers beyond ±(2^53-1) are refused: JavaScript readers would round them;
 * dates become ISO 8601 strings, keys must be strings and may not repeat, and the
   YAML 1.1 words yes/no/on/off, which become booleans, draw a warning.
 """
@@ -26,6 +27,7 @@ from .findings import Finding, finding
 
 MAX_BYTES = 64 * 1024
 MAX_DEPTH = 32
+MAX_SAFE_INTEGER = 2**53 - 1
 
 _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
@@ -156,7 +158,10 @@ class _Reader:
                 self.warnings.append(finding(self.path, line, "HB210", f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word"))
             return _constructor.construct_yaml_bool(node)
         if tag.endswith(":int"):
-            return _constructor.construct_yaml_int(node)
+            number = _constructor.construct_yaml_int(node)
+            if abs(number) > MAX_SAFE_INTEGER:
+                self.errors.append(finding(self.path, line, "HB211", f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it"))
+            return number
         if tag.endswith(":null"):
             return None
         if tag.endswith(":timestamp"):

@@ -52,6 +52,7 @@ _RULES = [
     Rule("HB208", "yaml-key", "error", "A frontmatter key is not a string, or appears twice."),
     Rule("HB209", "yaml-float", "error", "A frontmatter value is a float; quote it."),
     Rule("HB210", "yaml-bool-word", "warn", "A YAML 1.1 word (yes/no/on/off) is read as a boolean."),
+    Rule("HB211", "yaml-int-range", "error", "An integer is beyond ±(2^53-1), which JSON readers cannot hold exactly."),
     # fields
     Rule("HB301", "field-missing", "error", "A required field is missing or empty."),
     Rule("HB302", "field-type", "error", "A field has the wrong type or format."),
