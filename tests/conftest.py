@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+
 from handbook.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

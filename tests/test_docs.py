@@ -7,6 +7,7 @@ import re
 
 import click
 from conftest import ROOT
+
 from handbook.cli import main
 from handbook_build.config import _CHECKS
 from handbook_build.rules import RULES

@@ -274,13 +274,13 @@ def _text(value: Any) -> str:
 
 
 def _check_library(value: Any, key: str, errors: _Errors) -> str:
-    if not isinstance(value, str) or not NAME.match(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         errors.add(key, f"{value!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)")
     return str(value)
 
 
 def _check_version(value: Any, key: str, errors: _Errors) -> str:
-    if not isinstance(value, str) or not SEMVER.match(value):
+    if not isinstance(value, str) or not SEMVER.fullmatch(value):
         errors.add(key, f"{value!r} is not a semantic version like 1.2.0 (quote it in YAML)")
     return str(value)
 
@@ -334,7 +334,7 @@ def _check_validators(value: Any, key: str, errors: _Errors) -> dict[str, str]:
     validators = {}
     for lang, ref in value.items():
         ref = _level(ref)
-        if not isinstance(lang, str) or not isinstance(ref, str) or not (ref == "off" or VALIDATOR_REF.match(ref)):
+        if not isinstance(lang, str) or not isinstance(ref, str) or not (ref == "off" or VALIDATOR_REF.fullmatch(ref)):
             errors.add(f"{key}.{lang}", f'must be "module:function" or "off", not {ref!r}')
         else:
             validators[lang.lower()] = ref

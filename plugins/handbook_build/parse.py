@@ -7,15 +7,16 @@ its line. Anchors are made the way MkDocs' toc makes them (Python-Markdown's own
 the site's `#anchor` links always agree.
 
 Only block parsing runs over the whole body; inline parsing runs on heading text alone.
-That keeps parsing linear and cheap on the 10,000-page corpus.
+That keeps parsing linear and cheap on the 10,000-page corpus. The parts of a doc are
+named tuples because docs cross process boundaries, and tuples pickle fastest.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
@@ -27,13 +28,13 @@ from .frontmatter import parse as parse_frontmatter
 from .source import Text
 
 SECTION_LEVELS = (2, 3)
+_NEWLINE = re.compile("\n")
 
 _md = MarkdownIt("commonmark").disable("inline")
 _inline = MarkdownIt("commonmark")
 
 
-@dataclass(frozen=True)
-class Heading:
+class Heading(NamedTuple):
     level: int
     title: str
     anchor: str
@@ -43,8 +44,7 @@ class Heading:
     """Character offset of the heading line in the body."""
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     """A ``##`` or ``###`` heading and the body text it spans, up to the next heading of
     the same or a higher level."""
 
@@ -56,8 +56,7 @@ class Section:
     line: int
 
 
-@dataclass(frozen=True)
-class Fence:
+class Fence(NamedTuple):
     lang: str
     text: str
     line: int
@@ -117,7 +116,9 @@ def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, 
 
 
 def _structure(body: str, body_line: int) -> tuple[tuple[Heading, ...], tuple[Fence, ...]]:
-    line_offsets = [0, *accumulate(len(line) for line in body.splitlines(keepends=True))]
+    # markdown-it breaks lines at "\n" only (str.splitlines would also break at U+2028,
+    # form feeds and more, and put every later section on the wrong line)
+    line_offsets = [0, *(m.end() for m in _NEWLINE.finditer(body))]
     headings: list[Heading] = []
     fences: list[Fence] = []
     used_ids: set[str] = set()

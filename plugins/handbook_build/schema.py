@@ -45,10 +45,10 @@ def _check(doc: Doc, config: Config) -> Iterator[Finding]:
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             yield finding(path, doc.line_of(name), "HB302", f"`{name}` must be a list of strings, like `{name}: [a, b]`")
     date = meta.get("effective_date")
-    if isinstance(date, str) and not ISO_DATE.match(date):
+    if isinstance(date, str) and not ISO_DATE.fullmatch(date):
         yield finding(path, doc.line_of("effective_date"), "HB302", f"`effective_date` must be a date like 2026-01-31, not {date!r}")
     doc_id = meta.get("id")
-    if isinstance(doc_id, str) and doc_id and not ID_PATTERN.match(doc_id):
+    if isinstance(doc_id, str) and doc_id and not ID_PATTERN.fullmatch(doc_id):
         yield finding(path, doc.line_of("id"), "HB303", f"id {doc_id!r} must be lowercase dotted words like `device.acme.c100` (letters, digits, `_`, `-`)")
     for name, allowed in config.vocabularies.items():
         yield from _vocab(doc, name, allowed)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import FIXTURES, ROOT, VALID_DOC, MakeLibrary, run_cli
+
 from handbook_build.rules import RULES
 
 HOSTILE = FIXTURES / "hostile"

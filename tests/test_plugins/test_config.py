@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
+
 from handbook_build.config import ConfigError, Limits, load_config
 
 

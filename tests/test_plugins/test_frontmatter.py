@@ -7,10 +7,11 @@ import tracemalloc
 import pytest
 import yaml
 from conftest import FIXTURES
-from handbook_build import frontmatter
-from handbook_build.frontmatter import FrontmatterError, parse
 from hypothesis import given
 from hypothesis import strategies as st
+
+from handbook_build import frontmatter
+from handbook_build.frontmatter import FrontmatterError, parse
 
 BOMB = FIXTURES / "hostile" / "docs" / "hb205-alias-bomb.md"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import markdown
 import pytest
+
 from handbook_build.parse import Doc, parse
 from handbook_build.source import Text
 

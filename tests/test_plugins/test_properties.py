@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from handbook_build import check
-from handbook_build.config import from_options
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from handbook_build import check
+from handbook_build.config import from_options
 
 FIELD = st.sampled_from(["id", "title", "kind", "summary", "keywords", "verified", "x"])
 SCALAR = st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MakeLibrary, run_cli
+
 from handbook_build.snippets import check_json, check_toml, check_yaml
 
 DOC = """\

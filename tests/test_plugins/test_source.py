@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import VALID_DOC, MakeLibrary, run_cli
+
 from handbook_build.source import Text, discover, read, unportable
 
 
