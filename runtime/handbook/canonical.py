@@ -1,0 +1,151 @@
+"""Canonical JSON: the only way Handbook turns values into bytes that are hashed or signed.
+
+The encoding is RFC 8785 (JCS) restricted to integers: no floats anywhere, so there is
+no number formatting to disagree about. Object keys are sorted by UTF-16 code units,
+there is no whitespace, and strings are escaped as JCS prescribes (which is exactly what
+`json.dumps(..., ensure_ascii=False)` does for a single string).
+
+`loads` is the strict reader for signed bytes: size cap first, then UTF-8, then a
+parse that refuses duplicate keys, NaN, floats and lone surrogates, then a depth limit,
+and finally the bytes must equal the canonical encoding of what they parse to — so one
+payload has exactly one accepted byte string. `check_profile` adds the tighter profile
+of signed manifests: ASCII keys, integers in [0, 2^53-1], NFC strings.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+from .errors import FormatError
+
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_DEPTH = 16
+
+
+class CanonicalError(ValueError):
+    """A value that has no canonical encoding (a float, a huge integer, a bad key)."""
+
+
+def dumps(value: Any) -> bytes:
+    """The canonical bytes of `value`."""
+    parts: list[str] = []
+    _encode(value, parts)
+    try:
+        return "".join(parts).encode("utf-8")
+    except UnicodeEncodeError:
+        raise CanonicalError("a string holds a lone surrogate, which has no UTF-8 encoding") from None
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            raise CanonicalError(f"integer {value} is outside ±(2^53-1)")
+        out.append(str(int(value)))
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(item, out)
+        out.append("]")
+    elif isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise CanonicalError("object keys must be strings")
+        out.append("{")
+        for i, key in enumerate(sorted(value, key=_utf16)):
+            if i:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _encode(value[key], out)
+        out.append("}")
+    elif isinstance(value, float):
+        raise CanonicalError(f"float {value!r} in a canonical payload; use an integer or a string")
+    else:
+        raise CanonicalError(f"{type(value).__name__} has no JSON encoding")
+
+
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def loads(data: bytes, *, what: str, max_bytes: int) -> Any:
+    """Parse canonical JSON strictly; `what` names the file in error messages."""
+    if len(data) > max_bytes:
+        raise FormatError(f"{what}: {len(data):,} bytes is over the {max_bytes:,}-byte limit")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{what}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_no_float, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{what}: not strict JSON: {exc}") from None
+    _check_depth(value, what)
+    try:
+        canonical = dumps(value)
+    except CanonicalError as exc:
+        raise FormatError(f"{what}: {exc}") from None
+    if canonical != data:
+        raise FormatError(f"{what}: not canonical JSON (whitespace, key order, escapes or number form differ from RFC 8785)")
+    return value
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_float(text: str) -> Any:
+    raise ValueError(f"float {text} is not allowed")
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not allowed")
+
+
+def _check_depth(value: Any, what: str) -> None:
+    """Containers nest at most MAX_DEPTH deep; scalars do not count as a level."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise FormatError(f"{what}: nested deeper than {MAX_DEPTH} levels")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def check_profile(value: Any, what: str) -> None:
+    """The signed-manifest profile: ASCII keys, integers in [0, 2^53-1], NFC strings."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not key.isascii():
+                    raise FormatError(f"{what}: key {key!r} is not ASCII")
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not 0 <= item <= MAX_SAFE_INTEGER:
+                raise FormatError(f"{what}: integer {item} is outside [0, 2^53-1]")
+        elif isinstance(item, str) and not unicodedata.is_normalized("NFC", item):
+            raise FormatError(f"{what}: string {item!r} is not NFC-normalized")

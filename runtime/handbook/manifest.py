@@ -1,0 +1,148 @@
+"""The signed manifest (``manifest.json``): the model the build writes and readers verify.
+
+``{"signed": {spec, library, version, built_at, files, docs[, expires]}, "signatures": [...]}``
+
+Every file of the bundle except the manifest is listed under ``files`` with its sha256
+and size. The whole manifest is written as canonical JSON and read strictly: size cap,
+then canonical parse, then the signed-payload profile, then the shape below. Only after
+that is the signature checked, and only after the signature are the files trusted.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import canonical
+from .errors import FormatError
+
+SPEC = "handbook/v1"
+MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+def check_path(path: str) -> str | None:
+    """Why `path` is not a safe bundle path, or None. A bundle path is relative POSIX,
+    NFC, with no empty, `.` or `..` segments, no backslash, colon or control characters,
+    no segment ending in a dot or space and no Windows device name — so it names one
+    file on every system."""
+    if not path or path.startswith("/") or _WINDOWS_DRIVE.match(path):
+        return "is empty or absolute"
+    if not unicodedata.is_normalized("NFC", path):
+        return "is not NFC-normalized"
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return "has an empty, '.' or '..' segment"
+        if any(ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or c in '\\:*?"<>|' for c in part):
+            return "holds a backslash, colon or control character"
+        if part.endswith((".", " ")):
+            return "has a segment ending in a dot or space"
+        if part.split(".")[0].lower() in _WINDOWS_DEVICES:
+            return "names a Windows device (con, nul, com1, …)"
+    return None
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    sha256: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Signed:
+    """The signed payload."""
+
+    library: str
+    version: str
+    built_at: str
+    files: Mapping[str, FileEntry]
+    docs: int
+    expires: str | None = None
+    spec: str = SPEC
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "spec": self.spec,
+            "library": self.library,
+            "version": self.version,
+            "built_at": self.built_at,
+            "files": {p: {"sha256": f.sha256, "bytes": f.bytes} for p, f in self.files.items()},
+            "docs": self.docs,
+        }
+        if self.expires is not None:
+            out["expires"] = self.expires
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Signed:
+        _require_keys(data, "signed", {"spec", "library", "version", "built_at", "files", "docs"}, {"expires"})
+        if data["spec"] != SPEC:
+            raise FormatError(f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r}")
+        for key in ("library", "version"):
+            _require_type(data[key], str, f"signed.{key}")
+        for key in ("built_at", "expires"):
+            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key])):
+                raise FormatError(f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z")
+        _require_type(data["docs"], int, "signed.docs")
+        _require_type(data["files"], dict, "signed.files")
+        files = {}
+        folded: dict[str, str] = {}
+        for path, entry in data["files"].items():
+            if path.casefold() in folded:
+                raise FormatError(f"manifest.json: file paths {folded[path.casefold()]!r} and {path!r} differ only by case")
+            folded[path.casefold()] = path
+            problem = check_path(path) if path != MANIFEST else "is the manifest itself"
+            if problem:
+                raise FormatError(f"manifest.json: file path {path!r} {problem}")
+            _require_keys(entry, f"files[{path!r}]", {"sha256", "bytes"})
+            if not (isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])):
+                raise FormatError(f"manifest.json: files[{path!r}].sha256 must be 64 lowercase hex digits")
+            _require_type(entry["bytes"], int, f"files[{path!r}].bytes")
+            files[path] = FileEntry(entry["sha256"], entry["bytes"])
+        return cls(data["library"], data["version"], data["built_at"], files, data["docs"], data.get("expires"), data["spec"])
+
+
+@dataclass(frozen=True)
+class Manifest:
+    signed: Signed
+    signatures: tuple[dict[str, str], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signed": self.signed.to_dict(), "signatures": [dict(s) for s in self.signatures]}
+
+    def to_bytes(self) -> bytes:
+        return canonical.dumps(self.to_dict())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Manifest:
+        value = canonical.loads(data, what=MANIFEST, max_bytes=MAX_MANIFEST_BYTES)
+        canonical.check_profile(value, MANIFEST)
+        _require_keys(value, "manifest", {"signed", "signatures"})
+        _require_type(value["signatures"], list, "signatures")
+        signatures = []
+        for n, entry in enumerate(value["signatures"]):
+            _require_keys(entry, f"signatures[{n}]", {"keyid", "sig"})
+            if not (isinstance(entry["keyid"], str) and _SHA256.fullmatch(entry["keyid"]) and isinstance(entry["sig"], str)):
+                raise FormatError(f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig")
+            signatures.append({"keyid": entry["keyid"], "sig": entry["sig"]})
+        return cls(Signed.from_dict(value["signed"]), tuple(signatures))
+
+
+def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:
+    if not isinstance(data, dict):
+        raise FormatError(f"manifest.json: {what} must be an object")
+    missing, extra = required - data.keys(), data.keys() - required - set(optional)
+    if missing or extra:
+        raise FormatError(f"manifest.json: {what} has missing keys {sorted(missing)} / unknown keys {sorted(extra)}")
+
+
+def _require_type(value: Any, kind: type, what: str) -> None:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise FormatError(f"manifest.json: {what} must be {kind.__name__}")
