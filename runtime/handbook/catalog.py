@@ -1,0 +1,106 @@
+"""The catalog (``catalog.json``): library metadata and one entry per doc.
+
+The build writes it with `Catalog.to_dict`; the runtime reads it with
+`Catalog.from_dict` after the manifest has vouched for its bytes. Section offsets are
+UTF-8 byte offsets into the doc's content file, so any language can slice the bytes it
+verified without re-counting characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .errors import FormatError
+
+CATALOG = "catalog.json"
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    anchor: str
+    level: int
+    start: int
+    end: int
+    chars: int
+
+
+@dataclass(frozen=True)
+class DocEntry:
+    id: str
+    kind: str
+    title: str
+    summary: str
+    verified: str
+    keywords: tuple[str, ...]
+    aliases: tuple[str, ...]
+    meta: Mapping[str, Any]
+    revision: str
+    content: str
+    bytes: int
+    chars: int
+    url: str
+    source: str
+    sections: tuple[Section, ...] = ()
+
+    @property
+    def sha256(self) -> str:
+        """The content file is named by the sha256 of its bytes."""
+        return self.content.removeprefix("content/").removesuffix(".md")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in _DOC_FIELDS}
+        out["keywords"], out["aliases"] = list(self.keywords), list(self.aliases)
+        out["meta"] = dict(self.meta)
+        out["sections"] = [{name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections]
+        return out
+
+
+_DOC_FIELDS = tuple(f.name for f in fields(DocEntry))
+_SECTION_FIELDS = tuple(f.name for f in fields(Section))
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    version: str
+    built_at: str
+    title: str = ""
+    description: str = ""
+    vocab: Mapping[str, list[str]] = field(default_factory=dict)
+    filters: Mapping[str, Any] = field(default_factory=dict)
+    """Field -> {"docs": how many docs set it, "values": sorted known values or None
+    when there are too many to list}."""
+    list_fields: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["list_fields"] = list(self.list_fields)
+        return out
+
+
+@dataclass(frozen=True)
+class Catalog:
+    library: Library
+    docs: tuple[DocEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"library": self.library.to_dict(), "docs": [d.to_dict() for d in self.docs]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Catalog:
+        try:
+            lib = dict(data["library"])
+            lib["list_fields"] = tuple(lib.get("list_fields", ()))
+            library = Library(**lib)
+            docs = []
+            for entry in data["docs"]:
+                entry = dict(entry)
+                entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
+                entry["sections"] = tuple(Section(**s) for s in entry["sections"])
+                docs.append(DocEntry(**entry))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})") from None
+        return cls(library, tuple(docs))

@@ -1,0 +1,159 @@
+"""Agent tool definitions, generated from a library's catalog.
+
+One definition per tool serves every transport: ``tools.json`` in the bundle, MCP, and
+the RPC registration. Input schemas satisfy OpenAI's strict mode (every property listed
+and required, optional ones nullable, no additional properties), which every other
+host also accepts. Descriptions are written for agents and name this library's kinds,
+filter fields and values, so an agent knows what it can ask before it asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import Catalog
+
+MAX_ENUM = 50
+TOOL_NAMES = ("knowledge_list", "knowledge_get", "knowledge_search")
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+_NULLABLE_INT = {"type": ["integer", "null"], "minimum": 1, "maximum": 100}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    """An input schema in OpenAI strict mode's shape."""
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _filter_property(name: str, info: dict[str, Any]) -> dict[str, Any]:
+    values = info.get("values")
+    prop: dict[str, Any] = dict(_NULLABLE_STRING)
+    if values and len(values) <= MAX_ENUM:
+        prop["enum"] = [*values, "any", None]
+        prop["description"] = f"Only docs whose {name} is this value ({', '.join(values)}). null or \"any\": no filter."
+    else:
+        prop["description"] = f"Only docs whose {name} is this value. null or \"any\": no filter."
+    return prop
+
+
+def _result(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """Output schemas name what is always there and allow more: results grow."""
+    return {"type": "object", "properties": properties, "required": required}
+
+
+_DOC_SUMMARY = _result(
+    {
+        "id": {"type": "string"},
+        "kind": {"type": "string"},
+        "title": {"type": "string"},
+        "summary": {"type": "string"},
+        "verified": {"type": "string"},
+        "chars": {"type": "integer"},
+    },
+    ["id", "title", "summary"],
+)
+
+
+def definitions(catalog: Catalog) -> list[dict[str, Any]]:
+    """The tool definitions (MCP shape: name, description, inputSchema, outputSchema,
+    annotations) for this library."""
+    lib = catalog.library
+    title = lib.title or lib.name
+    kinds = ", ".join(lib.vocab.get("kind", ())) or ", ".join(sorted({d.kind for d in catalog.docs}))
+    filters = {name: info for name, info in sorted(lib.filters.items()) if name not in ("query", "limit")}
+    filter_props = {name: _filter_property(name, info) for name, info in filters.items()}
+    read_only = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    return [
+        {
+            "name": "knowledge_list",
+            "title": f"List {title} docs",
+            "description": (
+                f"Lists the docs of the {title} knowledge library ({len(catalog.docs)} docs; kinds: {kinds}). "
+                "Call it before answering questions this library may cover, then fetch the matching doc with "
+                "knowledge_get. Filter by any field"
+                + (f" ({', '.join(filters)})" if filters else "")
+                + ", or pass a free-text query that matches titles, summaries, keywords, aliases and model numbers. "
+                "Returns compact entries: id, kind, title, summary, verified state and size; no content."
+            ),
+            "inputSchema": _object(
+                {
+                    "query": {**_NULLABLE_STRING, "description": "Free-text query; null lists everything (filtered)."},
+                    "limit": {**_NULLABLE_INT, "description": "Most entries to return (default 20)."},
+                    **filter_props,
+                }
+            ),
+            "outputSchema": _result(
+                {"count": {"type": "integer"}, "docs": {"type": "array", "items": _DOC_SUMMARY}, "hint": {"type": "string"}},
+                ["count", "docs"],
+            ),
+            "annotations": read_only,
+        },
+        {
+            "name": "knowledge_get",
+            "title": f"Read a {title} doc",
+            "description": (
+                "Fetches one doc by id (from knowledge_list or knowledge_search) as markdown, with its metadata, "
+                "revision and section list. For long docs pass `section` (a `## ` heading title or anchor) to "
+                "read just that part. Prefer the doc's content over your own memory, and repeat its caveats: "
+                "a doc marked unverified must be quoted as such. Unknown ids return the closest matches."
+            ),
+            "inputSchema": _object(
+                {
+                    "doc_id": {"type": "string", "description": "A doc id, e.g. from knowledge_list."},
+                    "section": {**_NULLABLE_STRING, "description": "A section title or anchor; null for the whole doc."},
+                }
+            ),
+            "outputSchema": _result(
+                {
+                    "found": {"type": "boolean"},
+                    "id": {"type": "string"},
+                    "title": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "revision": {"type": "string"},
+                    "sections": {"type": "array", "items": {"type": "object"}},
+                    "content": {"type": "string"},
+                    "truncated": {"type": "boolean"},
+                    "error": {"type": "string"},
+                    "suggestions": {"type": "array", "items": {"type": "string"}},
+                },
+                ["found"],
+            ),
+            "annotations": read_only,
+        },
+        {
+            "name": "knowledge_search",
+            "title": f"Search {title}",
+            "description": (
+                f"Searches the text of every section of the {title} library and returns the best-matching "
+                "sections with doc id, section anchor, score and a short excerpt. Use it when knowledge_list "
+                "finds no obvious doc; then read the hit with knowledge_get(doc_id, section)."
+            ),
+            "inputSchema": _object(
+                {
+                    "query": {"type": "string", "description": "Words to search for."},
+                    "limit": {**_NULLABLE_INT, "description": "Most hits to return (default 10)."},
+                }
+            ),
+            "outputSchema": _result(
+                {
+                    "count": {"type": "integer"},
+                    "hits": {
+                        "type": "array",
+                        "items": _result(
+                            {
+                                "id": {"type": "string"},
+                                "title": {"type": "string"},
+                                "section": {"type": ["string", "null"]},
+                                "anchor": {"type": ["string", "null"]},
+                                "score": {"type": "number"},
+                                "excerpt": {"type": "string"},
+                            },
+                            ["id", "title", "score"],
+                        ),
+                    },
+                },
+                ["count", "hits"],
+            ),
+            "annotations": read_only,
+        },
+    ]
