@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from handbook.errors import BundleError, KeyFormatError
+from handbook.signing import SIGNING_KEY_ENV, generate_private_key, load_private_key
 
 from . import pipeline
 from .config import Config, ConfigError, load_config
 from .findings import Finding, render_github, render_json, render_text
+from .seal import PublishError
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200
@@ -89,6 +96,81 @@ def check(config_path: str, fmt: str, strict: bool) -> None:
         summary += " (--strict: warnings fail)"
     click.echo(summary, err=fmt != "text")
     sys.exit(1 if result.failed(strict) else 0)
+
+
+@click.command()
+@config_option
+@click.option("--out", type=click.Path(file_okay=False), default="build/bundle", show_default=True,
+              help="Where the bundle is published (a symlink to an immutable version folder).")
+@click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="KEYFILE",
+              help=f"Private key to sign with (default: ${SIGNING_KEY_ENV}, the key file's contents).")
+@click.option("--strict", is_flag=True, help="Fail on warnings, and refuse to build unsigned.")
+def build(config_path: str, out: str, key_file: str | None, strict: bool) -> None:
+    """Check the library, then write, sign, verify and publish its bundle.
+
+    Nothing is written when the check fails; a failed or interrupted build leaves the
+    previous bundle in place. Without a key the bundle is unsigned (a warning), unless
+    --strict is given or $CI is set: then the build refuses.
+    """
+    config = load_or_exit(config_path)
+    key = _signing_key(key_file, required=strict or bool(os.environ.get("CI")))
+    started = time.perf_counter()
+    try:
+        with progress_bar("Checking") as progress:
+            result, bundle = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
+    except pipeline.BuildError as exc:
+        click.echo(render_text(exc.result.findings), nl=False)
+        click.echo(f"{len(exc.result.docs)} docs checked: {_plural(exc.result.errors, 'error')}, "
+                   f"{_plural(exc.result.warnings, 'warning')}; nothing written", err=True)
+        sys.exit(1)
+    except (PublishError, BundleError, OSError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(render_text(result.findings), nl=False)
+    signed = bundle.manifest.signed
+    size = sum(f.bytes for f in signed.files.values())
+    click.echo(f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "
+               f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}")
+    click.echo(f"signature: {bundle.signature_state}" + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else ""))
+
+
+def _signing_key(key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
+    try:
+        if key_file:
+            return load_private_key(Path(key_file).read_bytes(), what=key_file)
+        if os.environ.get(SIGNING_KEY_ENV):
+            return load_private_key(os.environ[SIGNING_KEY_ENV], what=f"${SIGNING_KEY_ENV}")
+    except OSError as exc:
+        raise click.UsageError(f"cannot read the signing key: {exc}") from None
+    except KeyFormatError as exc:
+        raise click.UsageError(str(exc)) from None
+    if required:
+        click.echo(f"error: no signing key; pass --key KEYFILE or set ${SIGNING_KEY_ENV} "
+                   "(unsigned builds are refused under --strict and in CI)", err=True)
+        sys.exit(1)
+    click.echo(f"warning: no signing key (--key or ${SIGNING_KEY_ENV}); the bundle will be unsigned", err=True)
+    return None
+
+
+@click.command()
+@click.option("--out", type=click.Path(dir_okay=False), required=True, metavar="KEYFILE",
+              help="Where to write the new private key (mode 0600; never overwritten).")
+def keygen(out: str) -> None:
+    """Create an Ed25519 signing key and print its public key.
+
+    Keep the key file secret (a CI secret, HANDBOOK_SIGNING_KEY); give the printed
+    `ed25519:…` public key to everyone who loads the bundle.
+    """
+    pem, public = generate_private_key()
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise click.UsageError(f"{out} already exists; refusing to overwrite a key") from None
+    except OSError as exc:
+        raise click.UsageError(f"cannot create {out}: {exc.strerror}") from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    click.echo(str(public))
 
 
 def _plural(n: int, word: str) -> str:

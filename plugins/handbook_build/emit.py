@@ -1,0 +1,197 @@
+"""From checked docs to the bundle's files: catalog, content, lunr index, tools, llms.txt.
+
+Everything here is a pure function of the docs, the configuration and the build time,
+so the same sources and `SOURCE_DATE_EPOCH` give the same bytes. The manifest that
+lists and signs these files is made in `seal`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+
+from mkdocs.structure.files import File
+
+from handbook import canonical
+from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Section
+from handbook.tools import definitions
+
+from .config import Config
+from .lunr_index import Analyzed, Entry, LunrIndex
+from .parse import Doc
+from .seal import BundleWriter
+
+INDEX = "index.json"
+TOOLS = "tools.json"
+LLMS = "llms.txt"
+CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
+MAX_FILTER_VALUES = 50
+"""A field with more distinct values than this is still filterable, but its values
+are not listed (a field like `source`, unique per doc, would bloat every tool schema)."""
+
+
+def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter,
+         analyzed: dict[str, tuple[Analyzed, ...]] | None = None) -> Catalog:
+    """Write every file of the bundle but the manifest; return the catalog. `analyzed`
+    maps a doc's path to its index entries already through the lunr pipeline, when the
+    caller has done that work in parallel (other docs are analyzed here); entries are
+    popped as the index takes them, so their memory goes as the index grows."""
+    docs = sorted(docs, key=lambda d: d.id)
+    entries = []
+    for doc in docs:
+        body = doc.body.encode("utf-8")
+        sha = hashlib.sha256(body).hexdigest()
+        path = f"content/{sha}.md"
+        if path not in writer.files:  # two docs with the same body share one file
+            writer.write(path, body)
+        entries.append(_entry(doc, config, body, sha))
+    catalog = Catalog(_library(docs, config, built_at), tuple(entries))
+    writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
+    with writer.stream(INDEX) as fh:
+        LunrIndex(_analyzed(docs, analyzed or {})).write(fh)
+    writer.write(TOOLS, (json.dumps({"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
+    writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
+    return catalog
+
+
+def revision(doc: Doc) -> str:
+    """Changes whenever the doc's metadata or body does, and only then."""
+    return hashlib.sha256(canonical.dumps({"metadata": doc.meta, "body": doc.body})).hexdigest()
+
+
+def _entry(doc: Doc, config: Config, body: bytes, sha: str) -> DocEntry:
+    meta = doc.meta
+    offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
+    sections = tuple(
+        Section(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start) for s in doc.sections
+    )
+    return DocEntry(
+        id=doc.id,
+        kind=str(meta["kind"]),
+        title=str(meta["title"]),
+        summary=str(meta["summary"]),
+        verified=str(meta.get("verified") or "unverified"),
+        keywords=tuple(meta.get("keywords") or ()),
+        aliases=tuple(meta.get("aliases") or ()),
+        meta={k: v for k, v in meta.items() if k not in CORE_FIELDS},
+        revision=revision(doc),
+        content=f"content/{sha}.md",
+        bytes=len(body),
+        chars=len(doc.body),
+        url=File(doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls).url,
+        source=doc.path,
+        sections=sections,
+    )
+
+
+def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:
+    """Character offset -> UTF-8 byte offset, in one pass."""
+    out, last, total = {}, 0, 0
+    for offset in char_offsets:
+        total += len(text[last:offset].encode("utf-8"))
+        out[offset], last = total, offset
+    return out
+
+
+def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
+    values: dict[str, Counter[str]] = defaultdict(Counter)
+    for doc in docs:
+        for name, value in doc.meta.items():
+            if name in ("id", "title", "summary"):
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, (str, int, bool)):
+                    values[name][str(item).lower() if isinstance(item, bool) else str(item)] += 1
+    filters = {
+        name: {"docs": sum(1 for d in docs if name in d.meta), "values": sorted(seen) if len(seen) <= MAX_FILTER_VALUES else None}
+        for name, seen in sorted(values.items())
+    }
+    return Library(
+        name=config.library,
+        version=config.version,
+        built_at=built_at,
+        title=config.site_name,
+        description=config.site_description,
+        vocab={name: list(allowed) for name, allowed in sorted(config.vocabularies.items())},
+        filters=filters,
+        list_fields=config.summary_fields,
+    )
+
+
+def _analyzed(docs: Sequence[Doc], done: dict[str, tuple[Analyzed, ...]]) -> Iterator[Entry | Analyzed]:
+    for doc in docs:
+        ready = done.pop(doc.path, None)
+        yield from ready if ready is not None else index_entries([doc])
+
+
+# -- search entries -------------------------------------------------------------------------
+
+_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_HTML_TAG = re.compile(r"<[^>\n]+>")
+_MARKUP = re.compile(r"[*`#|\[\]~<>]+")
+_COMPACT = re.compile(r"[\s_.\-/]+")
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown reduced to the words a reader sees: link targets, tags and markup
+    characters go, link text and code stay (commands and config keys are worth finding)."""
+    return _MARKUP.sub(" ", _HTML_TAG.sub(" ", _LINK_TARGET.sub("] ", markdown)))
+
+
+def _variants(values: Sequence[str]) -> list[str]:
+    """Each value and its compact form, so `AC-200`, `AC 200` and `ac200` all hit."""
+    out = []
+    for value in values:
+        out.append(value)
+        compact = _COMPACT.sub("", value)
+        if compact and compact.lower() != value.lower():
+            out.append(compact)
+    return out
+
+
+def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
+    """One entry per doc (title; keywords, aliases and id with their variants; summary
+    and overview) and one per `##` section (its title; the doc title as keyword; its
+    text, `###` subsections included)."""
+    for doc in docs:
+        meta = doc.meta
+        title = str(meta.get("title", ""))
+        names = [*(meta.get("keywords") or []), *(meta.get("aliases") or []), doc.id]
+        sections = [s for s in doc.sections if s.level == 2]
+        first = sections[0].start if sections else len(doc.body)
+        overview = f"{meta.get('summary', '')}\n{doc.body[:first]}"
+        yield Entry(doc.id, (title, " ".join(_variants(names)), plain_text(overview)))
+        for section in sections:
+            text = doc.body[section.start : section.end].partition("\n")[2]
+            yield Entry(f"{doc.id}#{section.anchor}", (section.title, title, plain_text(text)))
+
+
+# -- llms.txt -------------------------------------------------------------------------------
+
+
+def llms_txt(catalog: Catalog, config: Config) -> str:
+    """The llms.txt view: an H1, a one-line summary, then links grouped by kind."""
+    lib = catalog.library
+    lines = [f"# {lib.title or lib.name}", ""]
+    summary = lib.description or f"The {lib.name} knowledge library."
+    lines += [f"> {summary}", ""]
+    lines += [
+        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. Each link leads to a doc's page; "
+        "the signed bundle beside this file holds the same docs as markdown for agents.",
+        "",
+    ]
+    by_kind: dict[str, list[DocEntry]] = defaultdict(list)
+    for doc in catalog.docs:
+        by_kind[doc.kind].append(doc)
+    base = config.site_url.rstrip("/") + "/" if config.site_url else ""
+    for kind in sorted(by_kind):
+        lines += [f"## {kind}", ""]
+        for doc in sorted(by_kind[kind], key=lambda d: (d.title.lower(), d.id)):
+            url = base + (doc.url.removeprefix("./"))
+            note = "" if doc.verified == "verified" else f" ({doc.verified})"
+            lines.append(f"- [{doc.title}]({url or './'}): {doc.summary}{note}")
+        lines.append("")
+    return "\n".join(lines)
