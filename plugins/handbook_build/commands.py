@@ -117,7 +117,7 @@ def build(config_path: str, out: str, key_file: str | None, strict: bool) -> Non
     started = time.perf_counter()
     try:
         with progress_bar("Checking") as progress:
-            result, bundle = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
+            built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
     except pipeline.BuildError as exc:
         click.echo(render_text(exc.result.findings), nl=False)
         click.echo(f"{len(exc.result.docs)} docs checked: {_plural(exc.result.errors, 'error')}, "
@@ -126,7 +126,8 @@ def build(config_path: str, out: str, key_file: str | None, strict: bool) -> Non
     except (PublishError, BundleError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    click.echo(render_text(result.findings), nl=False)
+    click.echo(render_text(built.findings), nl=False)
+    bundle = built.bundle
     signed = bundle.manifest.signed
     size = sum(f.bytes for f in signed.files.values())
     click.echo(f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "

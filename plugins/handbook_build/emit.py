@@ -20,7 +20,7 @@ from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Section
 from handbook.tools import definitions
 
 from .config import Config
-from .lunr_index import Analyzed, Entry, LunrIndex
+from .lunr_index import Entry, LunrIndex
 from .parse import Doc
 from .seal import BundleWriter
 
@@ -33,12 +33,9 @@ MAX_FILTER_VALUES = 50
 are not listed (a field like `source`, unique per doc, would bloat every tool schema)."""
 
 
-def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter,
-         analyzed: dict[str, tuple[Analyzed, ...]] | None = None) -> Catalog:
-    """Write every file of the bundle but the manifest; return the catalog. `analyzed`
-    maps a doc's path to its index entries already through the lunr pipeline, when the
-    caller has done that work in parallel (other docs are analyzed here); entries are
-    popped as the index takes them, so their memory goes as the index grows."""
+def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex) -> Catalog:
+    """Write every file of the bundle but the manifest; return the catalog. `index` holds
+    the docs' `index_entries`, added while they were parsed (in doc path order)."""
     docs = sorted(docs, key=lambda d: d.id)
     entries = []
     for doc in docs:
@@ -51,7 +48,7 @@ def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWrite
     catalog = Catalog(_library(docs, config, built_at), tuple(entries))
     writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
     with writer.stream(INDEX) as fh:
-        LunrIndex(_analyzed(docs, analyzed or {})).write(fh)
+        index.write(fh)
     writer.write(TOOLS, (json.dumps({"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
     writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
     return catalog
@@ -119,12 +116,6 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
         filters=filters,
         list_fields=config.summary_fields,
     )
-
-
-def _analyzed(docs: Sequence[Doc], done: dict[str, tuple[Analyzed, ...]]) -> Iterator[Entry | Analyzed]:
-    for doc in docs:
-        ready = done.pop(doc.path, None)
-        yield from ready if ready is not None else index_entries([doc])
 
 
 # -- search entries -------------------------------------------------------------------------

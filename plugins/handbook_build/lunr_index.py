@@ -22,9 +22,9 @@ import os
 import re
 import threading
 from array import array
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,17 +83,6 @@ class Entry:
     fields: Sequence[str]
     """Texts in the order of `FIELDS`."""
 
-    def analyze(self) -> Analyzed:
-        return Analyzed(self.ref, tuple(term_counts(text) for text in self.fields))
-
-
-@dataclass(frozen=True)
-class Analyzed:
-    """An entry after the pipeline: what the index needs, and cheap to send between
-    processes (the analysis is the costly, parallel part of indexing)."""
-
-    ref: str
-    fields: tuple[FieldTerms, ...]
 
 
 def utf16_key(s: str) -> bytes:
@@ -101,13 +90,14 @@ def utf16_key(s: str) -> bytes:
 
 
 class LunrIndex:
-    """An index ready to serialize, built in one pass over the entries.
+    """An index ready to serialize, built one entry at a time (the build adds each doc's
+    entries while the worker processes are still parsing the rest).
 
     Memory stays proportional to the postings: per entry and field, the term ids and
     frequencies are kept in one flat `array`, and each term's postings are arrays of
     entry numbers. Scores are computed while serializing, never stored."""
 
-    def __init__(self, entries: Iterable[Entry | Analyzed], fields: Sequence[tuple[str, int]] = FIELDS) -> None:
+    def __init__(self, entries: Iterable[Entry] = (), fields: Sequence[tuple[str, int]] = FIELDS) -> None:
         self.fields = [name for name, _ in fields]
         self.boosts = [boost for _, boost in fields]
         self.refs: list[str] = []
@@ -120,15 +110,18 @@ class LunrIndex:
         self._scoring: tuple[list[float], list[float]] = ([], [])
         self._sorted_terms: list[tuple[str, int]] = []
         self._member_json: list[str] = []
-        for entry in entries:
-            self._add(entry)
+        self.extend(entries)
 
-    def _add(self, entry: Entry | Analyzed) -> None:
-        analyzed = entry.analyze() if isinstance(entry, Entry) else entry
+    def extend(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: Entry) -> None:
         n = len(self.refs)
-        self.refs.append(analyzed.ref)
+        self.refs.append(entry.ref)
         term_index = self.term_index
-        for f, (length, counts) in enumerate(analyzed.fields):
+        for f, text in enumerate(entry.fields):
+            length, counts = term_counts(text)
             flat = array("I")
             postings = self.postings[f]
             for t, tf in counts.items():
@@ -195,17 +188,22 @@ class LunrIndex:
         self._member_json = [_json_string(r) + ":{}" for r in self.refs]
         dump = _json_string
         yield '{"version":' + dump(__TARGET_JS_VERSION__) + ',"fields":[' + ",".join(map(dump, self.fields)) + "]"
-        for key, total, render in (("fieldVectors", len(self.refs), "_vector_text"), ("invertedIndex", len(self._sorted_terms), "_postings_text")):
-            yield f',"{key}":['
+        jobs = []
+        for render, total in (("_vector_text", len(self.refs)), ("_postings_text", len(self._sorted_terms))):
             step = max(1, -(-total // _PARTS))
-            ranges = [(render, i, min(i + step, total)) for i in range(0, total, step)]
-            first = True
-            for part in _render_all(self, ranges):
-                if part:
-                    yield part if first else "," + part
-                    first = False
-            yield "]"
-        yield ',"pipeline":["stemmer"]}'
+            jobs += [(render, i, min(i + step, total)) for i in range(0, total, step)]
+        yield ',"fieldVectors":['
+        first, in_vectors = True, True
+        for (render, _, _), part in zip(jobs, _render_all(self, jobs), strict=True):
+            if in_vectors and render == "_postings_text":
+                yield '],"invertedIndex":['
+                first, in_vectors = True, False
+            if part:
+                yield part if first else "," + part
+                first = False
+        if in_vectors:
+            yield '],"invertedIndex":['
+        yield '],"pipeline":["stemmer"]}'
 
     def write(self, fh: Writable) -> None:
         """Stream the serialized index to a binary file."""
@@ -223,7 +221,7 @@ class LunrIndex:
         return "".join(self.chunks()).encode("utf-8")
 
 
-_PARTS = 32
+_PARTS = 256
 _PARALLEL_MIN_ENTRIES = 20_000
 _rendering: LunrIndex | None = None
 
@@ -237,7 +235,8 @@ def _render_part(job: tuple[str, int, int]) -> str:
 def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[str]:
     """Render parts in order. Large indexes are rendered by forked workers, which share
     the index with this process copy-on-write instead of receiving it; where forking is
-    unsafe (threads running) or unavailable, parts are rendered here."""
+    unsafe (threads running) or unavailable, parts are rendered here. At most two parts
+    per worker are in flight, so finished parts never pile up in memory."""
     global _rendering
     workers = min(os.cpu_count() or 1, 8)
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
@@ -248,7 +247,13 @@ def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[
     _rendering = index
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            yield from pool.map(_render_part, jobs)
+            pending: deque[Future[str]] = deque()
+            for job in jobs:
+                pending.append(pool.submit(_render_part, job))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
     finally:
         _rendering = None
 

@@ -3,6 +3,7 @@ plugin both call `check`, so they can never disagree about a library."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import threading
@@ -10,7 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -22,9 +24,9 @@ from . import snippets
 from .config import Config
 from .emit import emit, index_entries
 from .findings import Finding, apply_levels, count
-from .lunr_index import Analyzed
+from .lunr_index import LunrIndex
 from .parse import Doc, parse
-from .seal import publish, staging
+from .seal import BundleWriter, publish, staging
 from .source import Text, discover, read
 from .validate import check_doc, check_library
 
@@ -35,8 +37,6 @@ class CheckResult:
     """The docs that parsed, in path order (findings may still hold errors about them)."""
     findings: list[Finding]
     """Sorted, with the configured severities; `off` rules removed."""
-    analyzed: dict[str, tuple[Analyzed, ...]] = field(default_factory=dict)
-    """Doc path -> its index entries through the lunr pipeline (when asked for)."""
 
     @property
     def errors(self) -> int:
@@ -65,6 +65,14 @@ def build_time(now: float | None = None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
+@dataclass(frozen=True)
+class BuildResult:
+    findings: list[Finding]
+    """The check's findings (warnings only, or the build would have failed)."""
+    bundle: Bundle
+    """The published bundle, as verified by the runtime."""
+
+
 def build(
     config: Config,
     out: Path,
@@ -72,18 +80,40 @@ def build(
     *,
     strict: bool = False,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[CheckResult, Bundle]:
+) -> BuildResult:
     """Check, emit, seal and publish. Raises `BuildError` (nothing written) when the check
     fails; the previous bundle at `out` stays in place on any failure."""
-    result = check(config, progress, analyze=True)
+    with _no_cycle_collection(), staging(out) as writer:
+        findings = _write(config, writer, key, strict, progress)
+        bundle = publish(writer, out, key)
+    return BuildResult(findings, bundle)
+
+
+def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, strict: bool,
+           progress: Callable[[int, int], None] | None) -> list[Finding]:
+    """Check, index (as docs arrive), emit and seal. Docs and index are gone once this
+    returns, which leaves the memory to the verification that follows."""
+    index = LunrIndex()
+    result = check(config, progress, on_doc=lambda doc: index.extend(index_entries([doc])))
     if result.failed(strict):
         raise BuildError(result)
     built_at = build_time()
-    with staging(out) as writer:
-        emit(result.docs, config, built_at, writer, result.analyzed)
-        writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key)
-        bundle = publish(writer, out, key)
-    return result, bundle
+    emit(result.docs, config, built_at, writer, index)
+    writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key)
+    return result.findings
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """A build creates millions of small objects and no reference cycles worth
+    collecting; the cyclic collector would spend seconds re-scanning them."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 A = TypeVar("A")
@@ -95,44 +125,37 @@ PARALLEL_MIN_FILES = 500
 _CHUNK = 64
 
 
-def check(config: Config, progress: Callable[[int, int], None] | None = None, *, analyze: bool = False) -> CheckResult:
-    """Check the whole library. `progress(done, total)` is called as files are checked.
-    With `analyze`, each doc's index entries also go through the lunr pipeline while the
-    doc is at hand in its worker (the build needs them; a check does not)."""
+def check(config: Config, progress: Callable[[int, int], None] | None = None, *,
+          on_doc: Callable[[Doc], None] | None = None) -> CheckResult:
+    """Check the whole library. `progress(done, total)` is called as files are checked,
+    and `on_doc(doc)` for each doc that parsed, in path order, while worker processes
+    are still parsing the rest (the build indexes docs there, on the otherwise idle
+    main process)."""
     found = discover(config.docs_dir, config.exclude)
     findings = list(found.findings)
     docs = []
-    analyzed = {}
     total = len(found.paths)
-    for done, loaded in enumerate(parallel(_load_chunk, (config, analyze), found.paths), 1):
-        findings.extend(loaded.findings)
-        if loaded.doc is not None:
-            docs.append(loaded.doc)
-            if loaded.analyzed is not None:
-                analyzed[loaded.doc.path] = loaded.analyzed
+    for done, (doc, doc_findings) in enumerate(parallel(_load_chunk, config, found.paths), 1):
+        findings.extend(doc_findings)
+        if doc is not None:
+            docs.append(doc)
+            if on_doc is not None:
+                on_doc(doc)
         if progress:
             progress(done, total)
     findings.extend(check_library(docs))
-    return CheckResult(docs, apply_levels(findings, config.rules), analyzed)
+    return CheckResult(docs, apply_levels(findings, config.rules))
 
 
-@dataclass(frozen=True)
-class Loaded:
-    doc: Doc | None
-    findings: list[Finding]
-    analyzed: tuple[Analyzed, ...] | None = None
-
-
-def load(config: Config, path: str, analyze: bool = False) -> Loaded:
-    """Read, parse and check one file (and analyze its index entries)."""
+def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
+    """Read, parse and check one file."""
     source = read(config.docs_dir, path)
     if not isinstance(source, Text):
-        return Loaded(None, [source])
+        return None, [source]
     doc, findings = parse(source)
-    if doc is None:
-        return Loaded(None, findings)
-    findings += check_doc(doc, config, _validators(config))
-    return Loaded(doc, findings, tuple(e.analyze() for e in index_entries([doc])) if analyze else None)
+    if doc is not None:
+        findings += check_doc(doc, config, _validators(config))
+    return doc, findings
 
 
 _registries: dict[tuple[tuple[str, str], ...], dict[str, snippets.Validator]] = {}
@@ -146,9 +169,8 @@ def _validators(config: Config) -> dict[str, snippets.Validator]:
     return _registries[key]
 
 
-def _load_chunk(args: tuple[Config, bool], paths: list[str]) -> list[Loaded]:
-    config, analyze = args
-    return [load(config, path, analyze) for path in paths]
+def _load_chunk(config: Config, paths: list[str]) -> list[tuple[Doc | None, list[Finding]]]:
+    return [load(config, path) for path in paths]
 
 
 def parallel(work: Callable[[A, list[T]], list[R]], arg: A, items: list[T]) -> Iterator[R]:

@@ -28,7 +28,7 @@ import pytest
 from handbook_build.config import load_config
 from handbook_build.emit import index_entries
 from handbook_build.lunr_index import FIELDS, Entry
-from handbook_build.pipeline import build
+from handbook_build.pipeline import build, check
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
@@ -90,9 +90,10 @@ def _write_unicode_library(root: Path) -> Path:
 
 def _build(name: str, config_path: Path, tmp: Path) -> Library:
     """Build unsigned (pipeline.build does not consult $CI), then index the same entries,
-    in the same order (docs by id, as `emit` writes them), with lunr.py."""
-    result, bundle = build(load_config(config_path), tmp / f"{name}-bundle", None)
-    entries = list(index_entries(sorted(result.docs, key=lambda d: d.id)))
+    in the same order (docs by path, as the build adds them), with lunr.py."""
+    config = load_config(config_path)
+    bundle = build(config, tmp / f"{name}-bundle", None).bundle
+    entries = list(index_entries(check(config).docs))
     documents = [{"ref": e.ref, **{field: text for (field, _), text in zip(FIELDS, e.fields, strict=True)}} for e in entries]
     reference = lunr.lunr("ref", [{"field_name": field, "boost": boost} for field, boost in FIELDS], documents)
     reference_path = tmp / f"{name}-lunr-py.json"
