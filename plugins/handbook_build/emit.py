@@ -151,7 +151,7 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
         meta = doc.meta
         title = str(meta.get("title", ""))
         names = [*(meta.get("keywords") or []), *(meta.get("aliases") or []), doc.id]
-        sections = [s for s in doc.sections if s.level == 2]
+        sections = doc.sections
         first = sections[0].start if sections else len(doc.body)
         overview = f"{meta.get('summary', '')}\n{doc.body[:first]}"
         yield Entry(doc.id, (title, " ".join(_variants(names)), plain_text(overview)))

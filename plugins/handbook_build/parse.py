@@ -27,7 +27,8 @@ from .frontmatter import FrontmatterError
 from .frontmatter import parse as parse_frontmatter
 from .source import Text
 
-SECTION_LEVELS = (2, 3)
+SECTION_LEVELS = (2,)
+"""Sections are the `##` headings: what an agent fetches one at a time."""
 _NEWLINE = re.compile("\n")
 
 _md = MarkdownIt("commonmark").disable("inline")
@@ -45,8 +46,8 @@ class Heading(NamedTuple):
 
 
 class Section(NamedTuple):
-    """A ``##`` or ``###`` heading and the body text it spans, up to the next heading of
-    the same or a higher level."""
+    """A ``##`` heading and the body text it spans, up to the next heading of the same
+    or a higher level (its ``###`` subsections included)."""
 
     title: str
     anchor: str
