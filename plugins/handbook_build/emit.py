@@ -15,8 +15,9 @@ from collections.abc import Iterator, Sequence
 
 from mkdocs.structure.files import File
 
-from handbook import canonical
+from handbook import canonical, search
 from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Section
+from handbook.search import SEARCH
 from handbook.tools import definitions
 
 from .config import Config
@@ -33,10 +34,10 @@ MAX_FILTER_VALUES = 50
 are not listed (a field like `source`, unique per doc, would bloat every tool schema)."""
 
 
-def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex) -> Catalog:
+def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
-    the docs' `index_entries`, added while they were parsed (in doc path order)."""
-    docs = sorted(docs, key=lambda d: d.id)
+    the docs' `index_entries`, added while they were parsed (in path order)."""
+    docs = sorted(docs_by_path, key=lambda d: d.id)
     entries = []
     for doc in docs:
         body = doc.body.encode("utf-8")
@@ -49,9 +50,37 @@ def emit(docs: Sequence[Doc], config: Config, built_at: str, writer: BundleWrite
     writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
     with writer.stream(INDEX) as fh:
         index.write(fh)
+    writer.write(SEARCH, search_file(docs_by_path, catalog, index))
     writer.write(TOOLS, (json.dumps({"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
     writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
     return catalog
+
+
+def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex) -> bytes:
+    """The runtime's search file: the index's terms and scores, plus what a hit needs to
+    be shown without parsing the catalog (ids, titles, anchors, byte ranges)."""
+    position = {entry.id: n for n, entry in enumerate(catalog.docs)}
+    entry_doc, entry_range, entry_title, entry_anchor = [], [], [], []
+    for doc in docs_by_path:  # the order the index was built in
+        entry = catalog.docs[position[doc.id]]
+        entry_doc.append(position[doc.id])
+        entry_range.append((0, entry.sections[0].start if entry.sections else entry.bytes))
+        entry_title.append("")
+        entry_anchor.append("")
+        for section in entry.sections:
+            entry_doc.append(position[doc.id])
+            entry_range.append((section.start, section.end))
+            entry_title.append(section.title)
+            entry_anchor.append(section.anchor)
+    if len(entry_doc) != len(index.refs):
+        raise RuntimeError("the index and the catalog disagree about the entries")
+    terms, lunr_index, offsets, post_entry, post_score = index.search_arrays()
+    return search.write(
+        terms=terms, lunr_index=lunr_index, offsets=offsets, post_entry=post_entry, post_score=post_score,
+        entry_doc=entry_doc, entry_range=entry_range, entry_title=entry_title, entry_anchor=entry_anchor,
+        doc_id=[d.id for d in catalog.docs], doc_title=[d.title for d in catalog.docs],
+        doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
+    )
 
 
 def revision(doc: Doc) -> str:

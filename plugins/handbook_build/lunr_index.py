@@ -26,7 +26,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lunr import __TARGET_JS_VERSION__, get_default_builder
 
@@ -103,6 +103,8 @@ class LunrIndex:
         self.refs: list[str] = []
         self.term_index: dict[str, int] = {}
         self.postings: list[dict[int, array[int]]] = [{} for _ in fields]
+        self.posting_tf: list[dict[int, array[int]]] = [{} for _ in fields]
+        """Aligned with `postings`: the term's frequency in each of those entries."""
         self.lengths: list[array[int]] = [array("I") for _ in fields]
         self.frequencies: list[array[int]] = []
         """Per entry and field (entry-major): term id, frequency, term id, frequency, …"""
@@ -110,6 +112,7 @@ class LunrIndex:
         self._scoring: tuple[list[float], list[float]] = ([], [])
         self._sorted_terms: list[tuple[str, int]] = []
         self._member_json: list[str] = []
+        self._code_point_terms: list[tuple[str, int]] = []
         self.extend(entries)
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -123,7 +126,7 @@ class LunrIndex:
         for f, text in enumerate(entry.fields):
             length, counts = term_counts(text)
             flat = array("I")
-            postings = self.postings[f]
+            postings, posting_tf = self.postings[f], self.posting_tf[f]
             for t, tf in counts.items():
                 index = term_index.get(t)
                 if index is None:
@@ -133,7 +136,9 @@ class LunrIndex:
                 members = postings.get(index)
                 if members is None:
                     members = postings[index] = array("I")
+                    posting_tf[index] = array("I")
                 members.append(n)
+                posting_tf[index].append(tf)
             self.lengths[f].append(length)
             self.frequencies.append(flat)
 
@@ -180,12 +185,52 @@ class LunrIndex:
             out.append("[" + _json_string(t) + ",{" + ",".join(parts) + "}]")
         return ",".join(out)
 
+    def _prepare(self) -> None:
+        """What scoring and rendering need, computed once before any worker forks."""
+        if not self._member_json and self.refs:
+            self._scoring = (self._idf(), [sum(lengths) / len(self.refs) for lengths in self.lengths])
+            self._sorted_terms = sorted(self.term_index.items(), key=lambda item: utf16_key(item[0]))
+            self._member_json = [_json_string(r) + ":{}" for r in self.refs]
+
+    def _search_part(self, start: int, stop: int) -> tuple[bytes, bytes, bytes]:
+        """For terms [start, stop) in code-point order, each field's postings with lunr's
+        scores x 1000: (posting counts, entries, scores) as uint32 arrays."""
+        idf, average = self._scoring
+        k1_plus_1 = K1 + 1
+        counts, entries, scores = array("I"), array("I"), array("I")
+        for _, index in self._code_point_terms[start:stop]:
+            for f in range(len(self.fields)):
+                members = self.postings[f].get(index, array("I"))
+                tfs = self.posting_tf[f].get(index, array("I"))
+                lengths, boost, avg = self.lengths[f], self.boosts[f], average[f]
+                for n, tf in zip(members, tfs, strict=True):
+                    norm = K1 * (1 - B + B * (lengths[n] / avg))
+                    score = idf[index] * (k1_plus_1 * tf) / (norm + tf) * boost
+                    scores.append(round(round(score, 3) * 1000))
+                entries.extend(members)
+                counts.append(len(members))
+        return counts.tobytes(), entries.tobytes(), scores.tobytes()
+
+    def search_arrays(self) -> tuple[list[str], array[int], array[int], array[int], array[int]]:
+        """(terms in code-point order, their lunr `_index`, posting offsets per term and
+        field, posting entries, posting scores x 1000) for the runtime's search file."""
+        self._prepare()
+        self._code_point_terms = sorted(self.term_index.items())
+        total = len(self._code_point_terms)
+        step = max(1, -(-total // _PARTS))
+        offsets, entries, scores = array("I", [0]), array("I"), array("I")
+        for counts, part_entries, part_scores in _render_all(self, [("_search_part", i, min(i + step, total)) for i in range(0, total, step)]):
+            for count in array("I", counts):
+                offsets.append(offsets[-1] + count)
+            entries.frombytes(part_entries)
+            scores.frombytes(part_scores)
+        terms = [t for t, _ in self._code_point_terms]
+        return terms, array("I", [i for _, i in self._code_point_terms]), offsets, entries, scores
+
     def chunks(self) -> Iterator[str]:
         """The serialized index as JSON text, in pieces (lunr 2.3 / lunr-schema layout).
         The pieces are rendered in parallel where the process can fork."""
-        self._scoring = (self._idf(), [sum(lengths) / len(self.refs) if self.refs else 0.0 for lengths in self.lengths])
-        self._sorted_terms = sorted(self.term_index.items(), key=lambda item: utf16_key(item[0]))
-        self._member_json = [_json_string(r) + ":{}" for r in self.refs]
+        self._prepare()
         dump = _json_string
         yield '{"version":' + dump(__TARGET_JS_VERSION__) + ',"fields":[' + ",".join(map(dump, self.fields)) + "]"
         jobs = []
@@ -226,13 +271,13 @@ _PARALLEL_MIN_ENTRIES = 20_000
 _rendering: LunrIndex | None = None
 
 
-def _render_part(job: tuple[str, int, int]) -> str:
+def _render_part(job: tuple[str, int, int]) -> Any:
     assert _rendering is not None
     method, start, stop = job
-    return str(getattr(_rendering, method)(start, stop))
+    return getattr(_rendering, method)(start, stop)
 
 
-def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[str]:
+def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[Any]:
     """Render parts in order. Large indexes are rendered by forked workers, which share
     the index with this process copy-on-write instead of receiving it; where forking is
     unsafe (threads running) or unavailable, parts are rendered here. At most two parts
@@ -242,12 +287,12 @@ def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     if len(index.refs) < _PARALLEL_MIN_ENTRIES or workers < 2 or not can_fork:
         for method, start, stop in jobs:
-            yield str(getattr(index, method)(start, stop))
+            yield getattr(index, method)(start, stop)
         return
     _rendering = index
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            pending: deque[Future[str]] = deque()
+            pending: deque[Future[Any]] = deque()
             for job in jobs:
                 pending.append(pool.submit(_render_part, job))
                 if len(pending) >= 2 * workers:

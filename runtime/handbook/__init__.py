@@ -1,12 +1,35 @@
 """Handbook's runtime: load a verified knowledge bundle and answer agents' queries.
 
-Importing this package pulls in only the standard library (and, once bundles are
-verified, `cryptography`): agents embed it in small processes, so it must stay light.
+Importing this package pulls in only the standard library, `cryptography` and lunr's
+stemmer: agents embed it in small processes, so it must stay light.
 The build side (`handbook_build`) depends on this package, never the reverse.
 """
 
 from __future__ import annotations
 
+from .errors import (
+    BundleError,
+    FormatError,
+    HandbookError,
+    HashMismatchError,
+    KeyFormatError,
+    MissingFileError,
+    SignatureError,
+    UnlistedFileError,
+)
+from .library import Library
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "BundleError",
+    "FormatError",
+    "HandbookError",
+    "HashMismatchError",
+    "KeyFormatError",
+    "Library",
+    "MissingFileError",
+    "SignatureError",
+    "UnlistedFileError",
+    "__version__",
+]

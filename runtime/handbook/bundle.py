@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -29,18 +31,26 @@ from .signing import PublicKey, trusted_keys, verify
 _CHUNK = 1 << 20
 
 
-class Bundle:
-    """A verified bundle. The manifest and catalog are parsed; other files are read on
-    demand through `read`, which checks size and hash before returning (and keeps the
-    verified bytes), so nothing unverified is ever handed out."""
+CONTENT_CACHE_BYTES = 16 * 1024 * 1024
+"""Verified content kept in memory; beyond it, least recently used files are re-read
+(and re-verified) from disk when asked for again."""
 
-    def __init__(self, path: Path, manifest: Manifest, catalog: Catalog, signed_by: Sequence[str], cache: dict[str, bytes]) -> None:
+
+class Bundle:
+    """A verified bundle. Files are handed out only through `read`, which checks size and
+    hash first; the catalog is parsed on first use. Core files stay in memory once read,
+    content files in a bounded cache, so nothing unverified is ever handed out."""
+
+    def __init__(self, path: Path, manifest: Manifest, signed_by: Sequence[str]) -> None:
         self.path = path
         self.manifest = manifest
-        self.catalog = catalog
         self.signed_by = tuple(signed_by)
         """Key ids of the trusted keys whose signatures verified; empty when unsigned."""
-        self._cache = cache
+        self._core: dict[str, bytes] = {}
+        self._content: OrderedDict[str, bytes] = OrderedDict()
+        self._content_bytes = 0
+        self._catalog: Catalog | None = None
+        self._lock = threading.Lock()
 
     @property
     def signature_state(self) -> str:
@@ -48,11 +58,33 @@ class Bundle:
             return "verified"
         return "unsigned" if not self.manifest.signatures else "not verified (no trusted key)"
 
+    @property
+    def catalog(self) -> Catalog:
+        """Parsed, and checked against the manifest, on first use."""
+        if self._catalog is None:
+            catalog = _parse_catalog(self.read(CATALOG), CATALOG in self.manifest.signed.files)
+            check_agreement(self.manifest, catalog)
+            self._catalog = catalog
+        return self._catalog
+
     def read(self, name: str) -> bytes:
         """The verified bytes of a listed file."""
-        data = self._cache.get(name)
-        if data is None:
-            data = self._cache[name] = _read_verified(self.path, self.manifest, name)
+        with self._lock:
+            data = self._core.get(name) or self._content.get(name)
+            if data is not None:
+                if name in self._content:
+                    self._content.move_to_end(name)
+                return data
+        data = _read_verified(self.path, self.manifest, name)
+        with self._lock:
+            if not name.startswith("content/"):
+                self._core[name] = data
+            elif name not in self._content:
+                self._content[name] = data
+                self._content_bytes += len(data)
+                while self._content_bytes > CONTENT_CACHE_BYTES and len(self._content) > 1:
+                    _, dropped = self._content.popitem(last=False)
+                    self._content_bytes -= len(dropped)
         return data
 
 
@@ -68,9 +100,11 @@ def open_bundle(
     the cause otherwise. Trusted keys come from `keys` and $HANDBOOK_TRUSTED_KEYS.
 
     With `allow_unsigned`, an unsigned bundle is accepted, and a signed one is still
-    verified when trusted keys are given. Every file's presence and size are always
-    checked; with `hash_all` (the default) every file is hashed now, otherwise files are
-    hashed when first read."""
+    verified when trusted keys are given. Every file's presence, type and size are always
+    checked, and no unlisted file may exist. With `hash_all` (the default, as for
+    `handbook verify`) every file is hashed now and the catalog checked against the
+    content; otherwise each file is hashed when it is first read (the runtime's fast
+    open: an agent's process should not hash 300 MB to answer one question)."""
     root = Path(os.path.realpath(path))
     if not root.is_dir():
         raise MissingFileError(f"{path}: no bundle directory here")
@@ -80,16 +114,13 @@ def open_bundle(
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
         signed_by = verify(manifest.signatures, signed.to_dict(), trusted, threshold=threshold)
-    for name, entry in sorted(signed.files.items()):
-        if hash_all:
+    _check_tree(root, manifest, sizes=hash_all)
+    bundle = Bundle(root, manifest, signed_by)
+    if hash_all:
+        for name, entry in sorted(signed.files.items()):
             _hash_file(root, name, entry)
-        else:
-            _check_size(root, name, entry)
-    _refuse_unlisted(root, signed.files.keys())
-    catalog_bytes = _read_verified(root, manifest, CATALOG) if CATALOG in signed.files else b""
-    catalog = _parse_catalog(catalog_bytes, CATALOG in signed.files)
-    check_agreement(manifest, catalog)
-    return Bundle(root, manifest, catalog, signed_by, {CATALOG: catalog_bytes})
+        bundle.catalog  # noqa: B018 - parse and check it now
+    return bundle
 
 
 def _open(root: Path, name: str) -> int:
@@ -157,28 +188,38 @@ def _hash_file(root: Path, name: str, entry: FileEntry) -> None:
         raise HashMismatchError(f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}")
 
 
-def _check_size(root: Path, name: str, entry: FileEntry) -> None:
-    fd = _open(root, name)
-    try:
-        size = os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-    if size != entry.bytes:
-        raise _mismatch_size(name, size, entry.bytes)
-
-
-def _refuse_unlisted(root: Path, listed: Iterable[str]) -> None:
-    allowed = {MANIFEST, *listed}
-    parents = {"/".join(p.split("/")[:i]) for p in allowed for i in range(1, p.count("/") + 1)}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
-            if prefix + name not in allowed:
-                raise UnlistedFileError(f"{prefix}{name}: present in the bundle but not listed in the manifest")
-        for name in sorted(dirnames):
-            if prefix + name not in parents and not os.path.islink(os.path.join(dirpath, name)):
-                raise UnlistedFileError(f"{prefix}{name}/: a folder the manifest does not list")
+def _check_tree(root: Path, manifest: Manifest, sizes: bool) -> None:
+    """One walk of the bundle folder: every listed file present and a regular file (not
+    a link), of its listed size when `sizes`; nothing else there. Without `sizes` no file
+    is stat'ed (sizes are then checked as each file is read)."""
+    files = manifest.signed.files
+    folders = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
+    seen: set[str] = set()
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        with os.scandir(root / prefix if prefix else root) as it:
+            for entry in it:
+                name = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    if name not in folders:
+                        raise UnlistedFileError(f"{name}/: a folder the manifest does not list")
+                    stack.append(name + "/")
+                    continue
+                if name == MANIFEST:
+                    continue
+                listed = files.get(name)
+                if listed is None:
+                    raise UnlistedFileError(f"{name}: present in the bundle but not listed in the manifest")
+                if not entry.is_file(follow_symlinks=False):
+                    raise FormatError(f"{name}: not a regular file (a symlink or special file); symlinks are refused")
+                size = entry.stat(follow_symlinks=False).st_size if sizes else listed.bytes
+                if size != listed.bytes:
+                    raise _mismatch_size(name, size, listed.bytes)
+                seen.add(name)
+    missing = sorted(set(files) - seen)
+    if missing:
+        raise MissingFileError(f"{missing[0]}: listed in the manifest but missing")
 
 
 def _parse_catalog(data: bytes, listed: bool) -> Catalog:

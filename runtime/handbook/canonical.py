@@ -79,8 +79,9 @@ def _utf16(key: str) -> bytes:
     return key.encode("utf-16-be", "surrogatepass")
 
 
-def loads(data: bytes, *, what: str, max_bytes: int) -> Any:
-    """Parse canonical JSON strictly; `what` names the file in error messages."""
+def loads(data: bytes, *, what: str, max_bytes: int, profile: bool = False) -> Any:
+    """Parse canonical JSON strictly; `what` names the file in error messages. With
+    `profile`, the value must also keep to the signed-payload profile (`check_profile`)."""
     if len(data) > max_bytes:
         raise FormatError(f"{what}: {len(data):,} bytes is over the {max_bytes:,}-byte limit")
     try:
@@ -93,9 +94,17 @@ def loads(data: bytes, *, what: str, max_bytes: int) -> Any:
         raise FormatError(f"{what}: not strict JSON: {exc}") from None
     _check_depth(value, what)
     try:
-        canonical = dumps(value)
+        if profile:
+            # ASCII keys sort the same by code point and by UTF-16 unit, and the profile
+            # has no floats: json.dumps then writes exactly the canonical form, in C.
+            check_profile(value, what)
+            canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        else:
+            canonical = dumps(value)
     except CanonicalError as exc:
         raise FormatError(f"{what}: {exc}") from None
+    except UnicodeEncodeError:
+        raise FormatError(f"{what}: a string holds a lone surrogate") from None
     if canonical != data:
         raise FormatError(f"{what}: not canonical JSON (whitespace, key order, escapes or number form differ from RFC 8785)")
     return value

@@ -61,7 +61,7 @@ def listed_files(bundle: Path) -> list[str]:
 def test_example_builds_and_verifies(tmp_path: Path) -> None:
     run = run_cli("build", "--config", str(EXAMPLE), "--out", str(tmp_path / "b"), "--key", str(KEY_FILE))
     assert run.exit_code == 0, run.stderr
-    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 11 files")
+    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 12 files")
     verified = run_cli("verify", str(tmp_path / "b"), "--key", PUBLIC)
     assert verified.exit_code == 0
     assert verified.lines[-1] == "ok"
@@ -166,7 +166,7 @@ def test_symlinked_file_is_refused(built: Path, tmp_path: Path) -> None:
     (tmp_path / "llms.txt").write_bytes((bundle / "llms.txt").read_bytes())
     (bundle / "llms.txt").unlink()
     (bundle / "llms.txt").symlink_to(tmp_path / "llms.txt")
-    with pytest.raises(FormatError, match=r"llms\.txt: cannot be opened safely"):
+    with pytest.raises(FormatError, match=r"llms\.txt: not a regular file \(a symlink or special file\); symlinks are refused"):
         open_bundle(bundle, [PUBLIC])
 
 

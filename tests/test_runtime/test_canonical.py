@@ -533,11 +533,13 @@ def test_manifest_refuses_non_ascii_paths_by_profile(path: str) -> None:
     ("path", "problem"),
     [
         ("e\u0301.md", "is not NFC-normalized"),
-        ("../x", "has an empty, '.' or '..' segment"),
+        ("../x", "has an empty, '.' or '..' segment, or one ending in a dot or space"),
         ("/abs", "is empty or absolute"),
         ("C:\\x", "is empty or absolute"),
         ("a\\b", "holds a backslash, colon or control character"),
-        ("a.", "has a segment ending in a dot or space"),
+        ("a.", "has an empty, '.' or '..' segment, or one ending in a dot or space"),
+        ("sub/CON.txt", "names a Windows device (con, nul, com1, …)"),
+        ("x\u0085y", "holds a backslash, colon or control character"),
     ],
 )
 def test_check_path_reasons(path: str, problem: str) -> None:

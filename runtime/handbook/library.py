@@ -1,0 +1,446 @@
+"""`Library`: the agent-facing handlers over one verified bundle.
+
+Every handler returns a JSON-serializable dict and never raises: an agent acts on
+``found: false`` and ``error`` entries, not on tracebacks. Every response is bounded by
+the operator's `max_response_chars` (hosts cap tool output; the cap must be the
+operator's, not the model's) and says how large it is, whether anything was cut and
+how to get the rest.
+
+The bundle is verified when opened (signature, sizes, no stray files); each file is
+hashed before its first use. `reload` swaps in a newer bundle only once it verifies.
+"""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import wraps
+from typing import Any, TypeVar
+
+from .bundle import Bundle, open_bundle
+from .catalog import DocEntry
+from .errors import BundleError
+from .query import QueryError, parse
+from .search import SEARCH, Hit, SearchIndex
+from .signing import PublicKey
+from .stemmer import stem
+
+DEFAULT_MAX_RESPONSE_CHARS = 40_000
+"""About 10k tokens: a third of what one popular host accepts from a tool."""
+DEFAULT_LIST_LIMIT = 20
+DEFAULT_SEARCH_LIMIT = 10
+MAX_LIMIT = 100
+MAX_AVAILABLE_IDS = 50
+EXCERPT_CHARS = 240
+
+F = TypeVar("F", bound=Callable[..., dict[str, Any]])
+_COMPACT = re.compile(r"[\W_]+")
+_WORD = re.compile(r"\w+")
+
+
+def _never_raise(handler: F) -> F:
+    """Whatever the arguments, a dict comes back."""
+
+    @wraps(handler)
+    def safe(self: Library, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return handler(self, *args, **kwargs)
+        except Exception as exc:  # the contract: agents get a structured answer, always
+            return {"error": {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}}
+
+    return safe  # type: ignore[return-value]
+
+
+def _compact(text: str) -> str:
+    """`AC-200`, `ac 200` and `AC200` all become `ac200`."""
+    return _COMPACT.sub("", text.lower())
+
+
+@dataclass(frozen=True)
+class _State:
+    """Everything one verified bundle answers from; replaced whole on reload."""
+
+    bundle: Bundle
+    search: SearchIndex
+    loaded_at: str
+
+    @property
+    def catalog_docs(self) -> Sequence[DocEntry]:
+        return self.bundle.catalog.docs
+
+
+class Library:
+    """One verified knowledge bundle and the handlers agents call on it."""
+
+    def __init__(self, state: _State, path: str, opener: Callable[[], Bundle], max_response_chars: int) -> None:
+        self._state = state
+        self._path = path
+        self._opener = opener
+        self.max_response_chars = max_response_chars
+        self.last_reload_error: str | None = None
+        self._reload_lock = threading.Lock()
+        self._by_id: dict[str, int] | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        trusted_keys: Iterable[str | PublicKey] = (),
+        *,
+        allow_unsigned: bool = False,
+        threshold: int = 1,
+        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+    ) -> Library:
+        """Verify and load the bundle at `path`; raises a `BundleError` subclass naming the
+        cause when it is refused. Keys also come from $HANDBOOK_TRUSTED_KEYS."""
+        keys = list(trusted_keys)
+
+        def opener() -> Bundle:
+            return open_bundle(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=False)
+
+        return cls(_load(opener()), os.fspath(path), opener, max(1000, int(max_response_chars)))
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def reload(self) -> dict[str, Any]:
+        """Swap to the bundle now at the same path if it verifies; otherwise keep serving
+        the current one and say why."""
+        with self._reload_lock:
+            try:
+                state = _load(self._opener())
+            except (BundleError, OSError) as exc:
+                self.last_reload_error = str(exc)
+                return {"reloaded": False, "error": str(exc), **self._identity()}
+            changed = state.bundle.manifest != self._state.bundle.manifest
+            self._state, self._by_id, self.last_reload_error = state, None, None
+            return {"reloaded": True, "changed": changed, **self._identity()}
+
+    def _identity(self) -> dict[str, Any]:
+        signed = self._state.bundle.manifest.signed
+        return {"library": signed.library, "version": signed.version}
+
+    @_never_raise
+    def status(self) -> dict[str, Any]:
+        state = self._state
+        signed = state.bundle.manifest.signed
+        return {
+            "library": signed.library,
+            "version": signed.version,
+            "built_at": signed.built_at,
+            "docs": signed.docs,
+            "signature": state.bundle.signature_state,
+            "signed_by": list(state.bundle.signed_by),
+            "loaded_at": state.loaded_at,
+            "path": self._path,
+            "last_reload_error": self.last_reload_error,
+        }
+
+    # -- list ---------------------------------------------------------------------------------
+
+    @_never_raise
+    def list(self, query: str | None = None, limit: int = DEFAULT_LIST_LIMIT, **filters: Any) -> dict[str, Any]:
+        """Docs matching every filter (a frontmatter field, case-insensitive; list fields
+        by membership; "any" for no filter), ranked by `query` when given."""
+        state = self._state
+        checked = _limit(limit, DEFAULT_LIST_LIMIT)
+        if isinstance(checked, dict):
+            return {"count": 0, "docs": [], **checked}
+        docs = state.catalog_docs
+        library = state.bundle.catalog.library
+        active = {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
+        for name, value in active.items():
+            problem = _filter_problem(name, value, library.filters)
+            if problem:
+                return _with_size({"count": 0, "docs": [], "returned": 0, "truncated": False, "hint": problem})
+        selected = [n for n, doc in enumerate(docs) if all(_matches(_field(doc, k), v) for k, v in active.items())]
+        if query is not None and str(query).strip():
+            try:
+                ranked = self._rank_docs(state, str(query), set(selected))
+            except QueryError as exc:
+                return {"count": 0, "docs": [], "error": exc.to_dict()}
+            selected = ranked
+        entries = [self._summary(docs[n], library.list_fields) for n in selected[:checked]]
+        hint = _list_hint(len(selected), checked, bool(active), query)
+        return self._bounded_list(entries, checked, "docs", hint, total=len(selected))
+
+    def _rank_docs(self, state: _State, query: str, allowed: set[int]) -> builtins.list[int]:
+        """Docs by their best entry's search score, with an exact id, alias, keyword or
+        model-number match (ignoring case, spaces and punctuation) ranked first."""
+        best: dict[int, float] = {}
+        try:
+            hits = state.search.search(parse(query))
+        except QueryError:
+            if not _compact(query):
+                raise
+            hits = []
+        for hit in hits:
+            doc = state.search.entry_doc[hit.entry]
+            if doc in allowed and hit.score > best.get(doc, 0.0):
+                best[doc] = hit.score
+        wanted = _compact(query)
+        if wanted:
+            for n in allowed:
+                if wanted in _identities(state.catalog_docs[n]):
+                    best[n] = best.get(n, 0.0) + 1_000_000
+        return sorted(best, key=lambda n: (-best[n], state.catalog_docs[n].id))
+
+    @staticmethod
+    def _summary(doc: DocEntry, list_fields: Sequence[str]) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "id": doc.id,
+            "kind": doc.kind,
+            "title": doc.title,
+            "summary": doc.summary,
+            "verified": doc.verified,
+            "chars": doc.chars,
+        }
+        for name in list_fields:
+            value = _field(doc, name)
+            if value is not None:
+                entry[name] = value
+        entry["sections"] = [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
+        return entry
+
+    # -- get ----------------------------------------------------------------------------------
+
+    @_never_raise
+    def get(self, doc_id: str, section: str | None = None, offset: int = 0) -> dict[str, Any]:
+        """One doc as markdown with its metadata and sections, or one section of it.
+        Content beyond the response budget is cut; `next_offset` fetches the rest."""
+        state = self._state
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            return {"found": False, "error": "doc_id must be a doc id string, as listed by list()"}
+        index = self._index_of(state).get(doc_id.strip())
+        if index is None:
+            return self._unknown_id(state, doc_id)
+        doc = state.catalog_docs[index]
+        content = state.bundle.read(doc.content)
+        sections = [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
+        out: dict[str, Any] = {
+            "found": True,
+            "id": doc.id,
+            "title": doc.title,
+            "metadata": {"kind": doc.kind, "summary": doc.summary, "verified": doc.verified, "keywords": list(doc.keywords), "aliases": list(doc.aliases), **doc.meta},
+            "revision": doc.revision,
+            "url": doc.url,
+            "sections": sections,
+        }
+        start, end = 0, len(content)
+        if section is not None:
+            chosen = _find_section(doc, str(section))
+            if chosen is None:
+                titles = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
+                close = difflib.get_close_matches(str(section), titles, n=5, cutoff=0.4)
+                return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {str(section)!r}",
+                        "suggestions": close, "sections": sections}
+            out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+            start, end = chosen.start, chosen.end
+        text = content[start:end].decode("utf-8")
+        return self._bounded_text(out, text, offset, doc, section is None)
+
+    def _bounded_text(self, out: dict[str, Any], text: str, offset: Any, doc: DocEntry, whole: bool) -> dict[str, Any]:
+        try:
+            offset = max(0, int(offset))
+        except (TypeError, ValueError):
+            return {"found": False, "id": doc.id, "error": "offset must be a whole number (a next_offset from an earlier answer)"}
+        budget = self.max_response_chars - len(json.dumps(out, ensure_ascii=False)) - 400
+        rest = text[offset:]
+        if whole and offset == 0 and len(rest) > budget and doc.sections:
+            # too long whole: the overview and the section list, so the agent can choose
+            overview_end = len(doc_text_prefix(text, doc))
+            rest = text[:overview_end]
+            out["truncated"] = True
+            out["hint"] = f"The doc has {len(text):,} characters, more than fit in one answer; here is its overview. Fetch a section by title or anchor."
+            if len(rest) > budget:
+                rest = rest[:budget]
+                out["next_offset"] = budget
+        elif len(rest) > max(budget, 0):
+            cut = max(budget, 0)
+            rest = rest[:cut]
+            out["truncated"] = True
+            out["next_offset"] = offset + cut
+            out["hint"] = f"Cut at {cut:,} of {len(text) - offset:,} characters; call again with offset={offset + cut} for the rest."
+        else:
+            out["truncated"] = False
+        out["content"] = rest
+        out["offset"] = offset
+        return _with_size(out)
+
+    def _index_of(self, state: _State) -> dict[str, int]:
+        by_id = self._by_id
+        if by_id is None or state is not self._state:
+            by_id = {doc.id: n for n, doc in enumerate(state.catalog_docs)}
+            if state is self._state:
+                self._by_id = by_id
+        return by_id
+
+    def _unknown_id(self, state: _State, doc_id: str) -> dict[str, Any]:
+        ids = [d.id for d in state.catalog_docs]
+        wanted = doc_id.strip().lower()
+        close = difflib.get_close_matches(wanted, ids, n=5, cutoff=0.5)
+        compact = _compact(wanted)
+        contains = [i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)]
+        aliases = [d.id for d in state.catalog_docs if compact and compact in _identities(d)]
+        suggestions = list(dict.fromkeys([*aliases, *close, *contains]))[:10]
+        return _with_size({
+            "found": False,
+            "error": f"no doc with id {doc_id!r}",
+            "suggestions": suggestions,
+            "available_ids": ids[:MAX_AVAILABLE_IDS],
+            "available_ids_truncated": len(ids) > MAX_AVAILABLE_IDS,
+            "hint": "Use one of the suggestions, or list() to find the right id.",
+        })
+
+    # -- search -------------------------------------------------------------------------------
+
+    @_never_raise
+    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict[str, Any]:
+        """Section-level hits for `query` (lunr syntax), best first, with excerpts."""
+        state = self._state
+        checked = _limit(limit, DEFAULT_SEARCH_LIMIT)
+        if isinstance(checked, dict):
+            return {"count": 0, "hits": [], **checked}
+        try:
+            hits = state.search.search(parse(query))
+        except QueryError as exc:
+            return {"count": 0, "hits": [], "error": exc.to_dict()}
+        rendered = [self._hit(state, hit) for hit in hits[:checked]]
+        hint = "" if hits else "No section matches. Try other words, fewer words, or list() to browse."
+        return self._bounded_list(rendered, checked, "hits", hint, total=len(hits))
+
+    def _hit(self, state: _State, hit: Hit) -> dict[str, Any]:
+        index = state.search
+        doc = index.entry_doc[hit.entry]
+        anchor = index.strings("entry_anchor")[hit.entry]
+        return {
+            "id": index.strings("doc_id")[doc],
+            "title": index.strings("doc_title")[doc],
+            "section": index.strings("entry_title")[hit.entry] or None,
+            "anchor": anchor or None,
+            "score": round(hit.score, 4),
+            "excerpt": self._excerpt(state, hit, doc),
+        }
+
+    def _excerpt(self, state: _State, hit: Hit, doc: int) -> str:
+        index = state.search
+        content = state.bundle.read(f"content/{index.content_sha(doc)}.md")
+        text = content[index.entry_start[hit.entry] : index.entry_end[hit.entry]].decode("utf-8", "replace")
+        text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
+        position = 0
+        for m in _WORD.finditer(text):
+            if stem(m.group().lower()) in hit.terms:
+                position = m.start()
+                break
+        start = max(0, position - EXCERPT_CHARS // 3)
+        window = " ".join(text[start : start + EXCERPT_CHARS].split())
+        return ("…" if start else "") + window + ("…" if start + EXCERPT_CHARS < len(text) else "")
+
+    # -- shared -------------------------------------------------------------------------------
+
+    def _bounded_list(self, items: Sequence[dict[str, Any]], limit: int, key: str, hint: str, total: int | None = None) -> dict[str, Any]:
+        """The first `limit` items that fit the response budget."""
+        count = len(items) if total is None else total
+        kept: builtins.list[dict[str, Any]] = []
+        out: dict[str, Any] = {"count": count, key: kept}
+        used = len(json.dumps(out, ensure_ascii=False)) + len(hint) + 200
+        for item in items[:limit]:
+            size = len(json.dumps(item, ensure_ascii=False)) + 1
+            if used + size > self.max_response_chars:
+                out["truncated"] = True
+                hint = (hint + " " if hint else "") + f"Only {len(kept)} of {min(count, limit)} fit in one answer; narrow the query or filters, or lower limit."
+                break
+            kept.append(item)
+            used += size
+        else:
+            out["truncated"] = False
+        out["returned"] = len(kept)
+        if hint:
+            out["hint"] = hint
+        return _with_size(out)
+
+
+def doc_text_prefix(text: str, doc: DocEntry) -> str:
+    """The overview: the content before the first section."""
+    if not doc.sections:
+        return text
+    return text.encode("utf-8")[: doc.sections[0].start].decode("utf-8", "replace")
+
+
+def _load(bundle: Bundle) -> _State:
+    if SEARCH not in bundle.manifest.signed.files:
+        raise BundleError(f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook")
+    search = SearchIndex(bundle.read(SEARCH))
+    return _State(bundle, search, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def _limit(value: Any, default: int) -> int | dict[str, Any]:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+        return {"error": {"code": "invalid_limit", "message": f"limit must be a whole number from 1 to {MAX_LIMIT}"}}
+    return min(max(int(value), 1), MAX_LIMIT)
+
+
+def _field(doc: DocEntry, name: str) -> Any:
+    if name in ("id", "kind", "title", "summary", "verified"):
+        return getattr(doc, name)
+    if name in ("keywords", "aliases"):
+        return list(getattr(doc, name))
+    return doc.meta.get(name)
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    wanted_text = str(wanted).strip().lower()
+    if isinstance(value, list):
+        return any(_scalar(v) == wanted_text for v in value)
+    return value is not None and _scalar(value) == wanted_text
+
+
+def _scalar(value: Any) -> str:
+    return str(value).lower() if not isinstance(value, bool) else ("true" if value else "false")
+
+
+def _filter_problem(name: str, value: Any, filters: Mapping[str, Any]) -> str | None:
+    if name not in filters:
+        known = ", ".join(sorted(filters))
+        return f"No field {name!r} to filter on. Known fields: {known}."
+    known_values = filters[name].get("values")
+    if known_values is not None and str(value).strip().lower() not in {v.lower() for v in known_values}:
+        return f"No doc has {name} = {value!r}. Known values of {name}: {', '.join(known_values)}."
+    return None
+
+
+def _list_hint(count: int, limit: int, filtered: bool, query: Any) -> str:
+    if count == 0:
+        return "Nothing matches. " + ("Loosen the filters or " if filtered else "") + "try other words, or list() without arguments."
+    if count > limit:
+        return f"{count} docs match; showing {limit}. Narrow with filters or a query, or raise limit (at most {MAX_LIMIT})."
+    return "Fetch a doc with get(id), or one section with get(id, section)."
+
+
+def _identities(doc: DocEntry) -> set[str]:
+    values = [doc.id, doc.title, *doc.keywords, *doc.aliases]
+    values += [v for v in doc.meta.values() if isinstance(v, str)]
+    return {_compact(v) for v in values if v}
+
+
+def _find_section(doc: DocEntry, wanted: str) -> Any:
+    key = wanted.strip().lstrip("#").strip().lower()
+    for section in doc.sections:
+        if key in (section.title.lower(), section.anchor.lower()):
+            return section
+    return None
+
+
+def _with_size(out: dict[str, Any]) -> dict[str, Any]:
+    """Every answer says how large it is, in characters of JSON."""
+    out["response_chars"] = 0
+    out["response_chars"] = len(json.dumps(out, ensure_ascii=False))
+    return out

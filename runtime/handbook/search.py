@@ -1,0 +1,280 @@
+"""The compact search file (``search.bin``): what the runtime answers searches from.
+
+``index.json`` is for lunr.js; parsing it into lunr.py's structures takes lunr.py 10 s
+on 10,000 docs. This file holds the same terms and scores as flat little-endian arrays
+that are used in place (memoryview casts), so opening it costs one read and one hash.
+Its layout, written by the build and read here:
+
+    b"HBSEARCH" · uint32 version · uint32 header length · header (JSON) · arrays
+
+The header names each array with its byte offset, item count and type (``I`` uint32,
+``B`` bytes); arrays start at 8-byte boundaries. Arrays:
+
+========================  ================================================================
+``terms``                 UTF-8 terms sorted by code point, each followed by a NUL
+``term_lunr_index``       each term's ``_index`` in index.json (lunr's summation order)
+``postings``              per term and field: offset of its first posting (+1 final)
+``post_entry``            the entry of each posting
+``post_score``            lunr's field-vector score x 1000 (lunr rounds to 3 decimals)
+``entry_doc``             the doc (position in catalog.json) of each entry
+``entry_start/_end``      the entry's UTF-8 byte range in its doc's content
+``entry_title``           NUL-terminated section titles ("" for a doc's own entry)
+``entry_anchor``          NUL-terminated section anchors ("" for a doc's own entry)
+``doc_id``, ``doc_title`` NUL-terminated, per doc
+``doc_content``           per doc, the 32-byte sha256 naming its content file
+========================  ================================================================
+
+Scoring is lunr's: each field's query vector holds the boost of every expanded term,
+an entry's score is the sum over fields of (query · field vector) / |query|.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import re
+import sys
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .errors import FormatError
+from .query import FIELDS, Clause
+
+SEARCH = "search.bin"
+MAGIC = b"HBSEARCH"
+VERSION = 1
+MAX_EXPANSIONS = 1000
+"""Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
+
+
+def _blob(strings: Iterable[str]) -> bytes:
+    return b"".join(s.encode("utf-8") + b"\0" for s in strings)
+
+
+def write(
+    *,
+    terms: Sequence[str],
+    lunr_index: array[int],
+    offsets: array[int],
+    post_entry: array[int],
+    post_score: array[int],
+    entry_doc: Sequence[int],
+    entry_range: Sequence[tuple[int, int]],
+    entry_title: Sequence[str],
+    entry_anchor: Sequence[str],
+    doc_id: Sequence[str],
+    doc_title: Sequence[str],
+    doc_content: Sequence[bytes],
+) -> bytes:
+    """The file's bytes. `terms` sorted by code point; `offsets[t * fields + f]` is
+    where term t's postings in field f start in `post_entry`/`post_score`."""
+    arrays: dict[str, tuple[str, bytes]] = {
+        "terms": ("B", _blob(terms)),
+        "term_lunr_index": ("I", lunr_index.tobytes()),
+        "postings": ("I", offsets.tobytes()),
+        "post_entry": ("I", post_entry.tobytes()),
+        "post_score": ("I", post_score.tobytes()),
+        "entry_doc": ("I", array("I", entry_doc).tobytes()),
+        "entry_start": ("I", array("I", [a for a, _ in entry_range]).tobytes()),
+        "entry_end": ("I", array("I", [b for _, b in entry_range]).tobytes()),
+        "entry_title": ("B", _blob(entry_title)),
+        "entry_anchor": ("B", _blob(entry_anchor)),
+        "doc_id": ("B", _blob(doc_id)),
+        "doc_title": ("B", _blob(doc_title)),
+        "doc_content": ("B", b"".join(doc_content)),
+    }
+    if sys.byteorder == "big":  # the file is little-endian everywhere
+        arrays = {k: (t, _swapped(b) if t == "I" else b) for k, (t, b) in arrays.items()}
+    layout, body = {}, bytearray()
+    for name, (typecode, data) in arrays.items():
+        layout[name] = [len(body), len(data) // (4 if typecode == "I" else 1), typecode]
+        body += data + b"\0" * (-len(data) % 8)
+    header = json.dumps({"fields": list(FIELDS), "arrays": layout}, sort_keys=True, separators=(",", ":")).encode()
+    header += b" " * (-(len(MAGIC) + 8 + len(header)) % 8)
+    return MAGIC + VERSION.to_bytes(4, "little") + len(header).to_bytes(4, "little") + header + bytes(body)
+
+
+def _swapped(data: bytes) -> bytes:
+    a = array("I", data)
+    a.byteswap()
+    return a.tobytes()
+
+
+class _Strings:
+    """NUL-terminated strings in a blob, decoded on demand."""
+
+    def __init__(self, blob: memoryview) -> None:
+        self.blob = blob
+        self.starts = [0] + [m.end() for m in re.finditer(b"\0", blob)] if len(blob) else [0]
+
+    def __getitem__(self, i: int) -> str:
+        return bytes(self.blob[self.starts[i] : self.starts[i + 1] - 1]).decode("utf-8")
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: int
+    score: float
+    terms: frozenset[str]
+    """The index terms that matched (for excerpts)."""
+
+
+class SearchIndex:
+    """Read-only view over a verified ``search.bin``."""
+
+    def __init__(self, data: bytes) -> None:
+        if data[:8] != MAGIC or int.from_bytes(data[8:12], "little") != VERSION:
+            raise FormatError(f"{SEARCH}: not a version {VERSION} search file")
+        try:
+            header_len = int.from_bytes(data[12:16], "little")
+            header = json.loads(data[16 : 16 + header_len])
+            base = 16 + header_len
+            view = memoryview(data)
+            self._arrays: dict[str, memoryview] = {}
+            for name, (offset, count, typecode) in header["arrays"].items():
+                size = count * (4 if typecode == "I" else 1)
+                chunk = view[base + offset : base + offset + size]
+                if len(chunk) != size:
+                    raise ValueError(f"array {name} runs past the end")
+                if typecode == "I" and sys.byteorder == "big":
+                    chunk = memoryview(_swapped(bytes(chunk)))
+                self._arrays[name] = chunk.cast("I") if typecode == "I" else chunk
+            self.fields: list[str] = header["fields"]
+            self.terms: list[str] = bytes(self._arrays["terms"]).decode("utf-8").split("\0")[:-1]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FormatError(f"{SEARCH}: malformed ({exc})") from None
+        a = self._arrays
+        self.postings, self.post_entry, self.post_score = a["postings"], a["post_entry"], a["post_score"]
+        self.term_lunr_index = a["term_lunr_index"]
+        self.entry_doc, self.entry_start, self.entry_end = a["entry_doc"], a["entry_start"], a["entry_end"]
+        self.doc_content = a["doc_content"]
+        self._strings: dict[str, _Strings] = {}
+        if len(self.postings) != len(self.terms) * len(self.fields) + 1 or len(self.post_entry) != len(self.post_score):
+            raise FormatError(f"{SEARCH}: array sizes do not agree")
+
+    def strings(self, name: str) -> _Strings:
+        table = self._strings.get(name)
+        if table is None:
+            table = self._strings[name] = _Strings(self._arrays[name])
+        return table
+
+    @property
+    def entries(self) -> int:
+        return len(self.entry_doc)
+
+    def content_sha(self, doc: int) -> str:
+        return bytes(self.doc_content[doc * 32 : doc * 32 + 32]).hex()
+
+    # -- term expansion ------------------------------------------------------------------
+
+    def expand(self, clause: Clause) -> list[int]:
+        """Term numbers a clause matches: exact, wildcard or within its edit distance."""
+        terms = self.terms
+        if clause.edit_distance:
+            return list(_fuzzy(terms, clause.term, clause.edit_distance))[:MAX_EXPANSIONS]
+        if clause.wildcard:
+            prefix = clause.term.split("*", 1)[0]
+            pattern = re.compile(".*".join(map(re.escape, clause.term.split("*"))) + r"\Z", re.DOTALL)
+            lo = bisect.bisect_left(terms, prefix)
+            hi = bisect.bisect_left(terms, prefix + "\U0010ffff")
+            return [i for i in range(lo, hi) if pattern.match(terms[i])][:MAX_EXPANSIONS]
+        i = bisect.bisect_left(terms, clause.term)
+        return [i] if i < len(terms) and terms[i] == clause.term else []
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def search(self, clauses: Sequence[Clause]) -> list[Hit]:
+        """Entries in lunr's order: score descending (ties by entry number)."""
+        nfields = len(self.fields)
+        field_no = {name: f for f, name in enumerate(self.fields)}
+        query: list[dict[int, float]] = [{} for _ in range(nfields)]
+        required: list[set[int]] = []
+        prohibited: set[int] = set()
+        matched_terms: dict[int, set[str]] = {}
+        for clause in clauses:
+            expanded = self.expand(clause)
+            fields = [field_no[f] for f in clause.fields if f in field_no]
+            if clause.presence == "prohibited":
+                prohibited |= self._entries_with(expanded, fields)
+                continue
+            if clause.presence == "required":
+                required.append(self._entries_with(expanded, fields))
+            for term in expanded:
+                for f in fields:
+                    query[f][term] = query[f].get(term, 0.0) + clause.boost
+        scores: dict[int, float] = {}
+        for f, vector in enumerate(query):
+            if not vector:
+                continue
+            magnitude = math.sqrt(sum(v * v for v in vector.values()))
+            dots: dict[int, float] = {}
+            for term in sorted(vector, key=self.term_lunr_index.__getitem__):  # lunr's summation order
+                weight = vector[term]
+                start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
+                word = self.terms[term]
+                for entry, score in zip(self.post_entry[start:stop], self.post_score[start:stop], strict=True):
+                    dots[entry] = dots.get(entry, 0.0) + weight * (score / 1000)
+                    matched_terms.setdefault(entry, set()).add(word)
+            for entry, dot in dots.items():
+                scores[entry] = scores.get(entry, 0.0) + dot / magnitude
+        allowed: Iterable[int] = scores
+        if required:
+            allowed = set(scores).intersection(*required)
+        ranked = sorted((e for e in allowed if e not in prohibited), key=lambda e: (-scores[e], e))
+        return [Hit(e, scores[e], frozenset(matched_terms.get(e, ()))) for e in ranked]
+
+    def _entries_with(self, terms: list[int], fields: list[int]) -> set[int]:
+        nfields = len(self.fields)
+        out: set[int] = set()
+        for term in terms:
+            for f in fields:
+                start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
+                out.update(self.post_entry[start:stop])
+        return out
+
+
+def _fuzzy(terms: list[str], word: str, distance: int) -> Iterator[int]:
+    """Terms within `distance` edits (insertions, deletions, substitutions and adjacent
+    transpositions, as lunr counts them), walking the sorted list as an implicit trie:
+    a prefix whose best possible distance already exceeds the limit is skipped whole."""
+    n = len(word)
+    rows: list[list[int]] = [list(range(n + 1))]  # rows[k]: distances after k chars of the term
+    previous = ""
+    i = 0
+    while i < len(terms):
+        term = terms[i]
+        common = 0
+        limit = min(len(previous), len(term), len(rows) - 1)
+        while common < limit and previous[common] == term[common]:
+            common += 1
+        del rows[common + 1 :]
+        pruned_at = -1
+        for k in range(common, len(term)):
+            ch = term[k]
+            above = rows[k]
+            row = [above[0] + 1]
+            for j in range(1, n + 1):
+                cost = 0 if word[j - 1] == ch else 1
+                value = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + cost)
+                if k >= 1 and j >= 2 and ch == word[j - 2] and term[k - 1] == word[j - 1]:
+                    value = min(value, rows[k - 1][j - 2] + 1)
+                row.append(value)
+            rows.append(row)
+            if min(row) > distance:
+                pruned_at = k
+                break
+        previous = term
+        if pruned_at >= 0:
+            # every term sharing term[: pruned_at + 1] is out of reach: jump past them
+            i = bisect.bisect_left(terms, term[: pruned_at + 1] + "\U0010ffff", i + 1)
+            previous = term[:pruned_at]
+            del rows[pruned_at + 1 :]
+            continue
+        if rows[len(term)][n] <= distance:
+            yield i
+        i += 1
