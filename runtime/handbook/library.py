@@ -175,15 +175,16 @@ class Library:
         model-number match (ignoring case, spaces and punctuation) ranked first."""
         best: dict[int, float] = {}
         try:
-            hits = state.search.search(parse(query))
+            scores, _ = state.search.scores(parse(query))
         except QueryError:
             if not _compact(query):
                 raise
-            hits = []
-        for hit in hits:
-            doc = state.search.entry_doc[hit.entry]
-            if doc in allowed and hit.score > best.get(doc, 0.0):
-                best[doc] = hit.score
+            scores = {}
+        entry_doc = state.search.entry_doc
+        for entry, score in scores.items():
+            doc = entry_doc[entry]
+            if doc in allowed and score > best.get(doc, 0.0):
+                best[doc] = score
         wanted = _compact(query)
         if wanted:
             for n in allowed:
@@ -308,12 +309,12 @@ class Library:
         if isinstance(checked, dict):
             return {"count": 0, "hits": [], **checked}
         try:
-            hits = state.search.search(parse(query))
+            total, hits = state.search.search(parse(query), checked)
         except QueryError as exc:
             return {"count": 0, "hits": [], "error": exc.to_dict()}
-        rendered = [self._hit(state, hit) for hit in hits[:checked]]
+        rendered = [self._hit(state, hit) for hit in hits]
         hint = "" if hits else "No section matches. Try other words, fewer words, or list() to browse."
-        return self._bounded_list(rendered, checked, "hits", hint, total=len(hits))
+        return self._bounded_list(rendered, checked, "hits", hint, total=total)
 
     def _hit(self, state: _State, hit: Hit) -> dict[str, Any]:
         index = state.search

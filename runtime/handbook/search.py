@@ -31,6 +31,7 @@ an entry's score is the sum over fields of (query · field vector) / |query|.
 from __future__ import annotations
 
 import bisect
+import heapq
 import json
 import math
 import re
@@ -121,7 +122,7 @@ class Hit:
     entry: int
     score: float
     terms: frozenset[str]
-    """The index terms that matched (for excerpts)."""
+    """The index terms the query expanded to (for excerpts)."""
 
 
 class SearchIndex:
@@ -188,14 +189,14 @@ class SearchIndex:
 
     # -- scoring --------------------------------------------------------------------------
 
-    def search(self, clauses: Sequence[Clause]) -> list[Hit]:
-        """Entries in lunr's order: score descending (ties by entry number)."""
+    def scores(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str]]:
+        """Every matching entry's lunr score, and the index terms the query expanded to."""
         nfields = len(self.fields)
         field_no = {name: f for f, name in enumerate(self.fields)}
         query: list[dict[int, float]] = [{} for _ in range(nfields)]
         required: list[set[int]] = []
         prohibited: set[int] = set()
-        matched_terms: dict[int, set[str]] = {}
+        words: set[str] = set()
         for clause in clauses:
             expanded = self.expand(clause)
             fields = [field_no[f] for f in clause.fields if f in field_no]
@@ -205,28 +206,39 @@ class SearchIndex:
             if clause.presence == "required":
                 required.append(self._entries_with(expanded, fields))
             for term in expanded:
+                words.add(self.terms[term])
                 for f in fields:
                     query[f][term] = query[f].get(term, 0.0) + clause.boost
         scores: dict[int, float] = {}
+        postings, post_entry, post_score = self.postings, self.post_entry, self.post_score
         for f, vector in enumerate(query):
             if not vector:
                 continue
             magnitude = math.sqrt(sum(v * v for v in vector.values()))
             dots: dict[int, float] = {}
+            get = dots.get
             for term in sorted(vector, key=self.term_lunr_index.__getitem__):  # lunr's summation order
                 weight = vector[term]
-                start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
-                word = self.terms[term]
-                for entry, score in zip(self.post_entry[start:stop], self.post_score[start:stop], strict=True):
-                    dots[entry] = dots.get(entry, 0.0) + weight * (score / 1000)
-                    matched_terms.setdefault(entry, set()).add(word)
+                start, stop = postings[term * nfields + f], postings[term * nfields + f + 1]
+                for entry, score in zip(post_entry[start:stop], post_score[start:stop], strict=True):
+                    dots[entry] = get(entry, 0.0) + weight * (score / 1000)
+            get = scores.get
             for entry, dot in dots.items():
-                scores[entry] = scores.get(entry, 0.0) + dot / magnitude
-        allowed: Iterable[int] = scores
+                scores[entry] = get(entry, 0.0) + dot / magnitude
         if required:
-            allowed = set(scores).intersection(*required)
-        ranked = sorted((e for e in allowed if e not in prohibited), key=lambda e: (-scores[e], e))
-        return [Hit(e, scores[e], frozenset(matched_terms.get(e, ()))) for e in ranked]
+            keep = set(scores).intersection(*required)
+            scores = {e: v for e, v in scores.items() if e in keep}
+        for entry in prohibited.intersection(scores):
+            del scores[entry]
+        return scores, frozenset(words)
+
+    def search(self, clauses: Sequence[Clause], limit: int | None = None) -> tuple[int, list[Hit]]:
+        """(how many entries match, the best `limit` of them) in lunr's order: score
+        descending, ties by entry number."""
+        scores, words = self.scores(clauses)
+        key = lambda e: (-scores[e], e)  # noqa: E731
+        best = sorted(scores, key=key) if limit is None else heapq.nsmallest(limit, scores, key=key)
+        return len(scores), [Hit(e, scores[e], words) for e in best]
 
     def _entries_with(self, terms: list[int], fields: list[int]) -> set[int]:
         nfields = len(self.fields)
