@@ -11,18 +11,21 @@ The header names each array with its byte offset, item count and type (``I`` uin
 ``B`` bytes); arrays start at 8-byte boundaries. Arrays:
 
 ========================  ================================================================
-``terms``                 UTF-8 terms sorted by code point, each followed by a NUL
+``terms``                 the terms, sorted by code point (string table)
 ``term_lunr_index``       each term's ``_index`` in index.json (lunr's summation order)
 ``postings``              per term and field: offset of its first posting (+1 final)
 ``post_entry``            the entry of each posting
 ``post_score``            lunr's field-vector score x 1000 (lunr rounds to 3 decimals)
 ``entry_doc``             the doc (position in catalog.json) of each entry
 ``entry_start/_end``      the entry's UTF-8 byte range in its doc's content
-``entry_title``           NUL-terminated section titles ("" for a doc's own entry)
-``entry_anchor``          NUL-terminated section anchors ("" for a doc's own entry)
-``doc_id``, ``doc_title`` NUL-terminated, per doc
+``entry_title``           section titles ("" for a doc's own entry) (string table)
+``entry_anchor``          section anchors ("" for a doc's own entry) (string table)
+``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
 ========================  ================================================================
+
+A string table ``NAME`` is two arrays: ``NAME`` (the UTF-8 strings concatenated) and
+``NAME_offsets`` (uint32, where each starts, plus one final offset).
 
 Scoring is lunr's: each field's query vector holds the boost of every expanded term,
 an entry's score is the sum over fields of (query · field vector) / |query|.
@@ -50,8 +53,13 @@ MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 
 
-def _blob(strings: Iterable[str]) -> bytes:
-    return b"".join(s.encode("utf-8") + b"\0" for s in strings)
+def _strings(strings: Iterable[str]) -> tuple[bytes, bytes]:
+    """(concatenated UTF-8, uint32 offsets with one final offset)."""
+    encoded = [s.encode("utf-8") for s in strings]
+    offsets = array("I", [0])
+    for item in encoded:
+        offsets.append(offsets[-1] + len(item))
+    return b"".join(encoded), offsets.tobytes()
 
 
 def write(
@@ -71,8 +79,13 @@ def write(
 ) -> bytes:
     """The file's bytes. `terms` sorted by code point; `offsets[t * fields + f]` is
     where term t's postings in field f start in `post_entry`/`post_score`."""
-    arrays: dict[str, tuple[str, bytes]] = {
-        "terms": ("B", _blob(terms)),
+    arrays: dict[str, tuple[str, bytes]] = {}
+    for name, strings in (("terms", terms), ("entry_title", entry_title), ("entry_anchor", entry_anchor),
+                          ("doc_id", doc_id), ("doc_title", doc_title)):
+        blob, starts = _strings(strings)
+        arrays[name] = ("B", blob)
+        arrays[f"{name}_offsets"] = ("I", starts)
+    arrays.update({
         "term_lunr_index": ("I", lunr_index.tobytes()),
         "postings": ("I", offsets.tobytes()),
         "post_entry": ("I", post_entry.tobytes()),
@@ -80,12 +93,8 @@ def write(
         "entry_doc": ("I", array("I", entry_doc).tobytes()),
         "entry_start": ("I", array("I", [a for a, _ in entry_range]).tobytes()),
         "entry_end": ("I", array("I", [b for _, b in entry_range]).tobytes()),
-        "entry_title": ("B", _blob(entry_title)),
-        "entry_anchor": ("B", _blob(entry_anchor)),
-        "doc_id": ("B", _blob(doc_id)),
-        "doc_title": ("B", _blob(doc_title)),
         "doc_content": ("B", b"".join(doc_content)),
-    }
+    })
     if sys.byteorder == "big":  # the file is little-endian everywhere
         arrays = {k: (t, _swapped(b) if t == "I" else b) for k, (t, b) in arrays.items()}
     layout, body = {}, bytearray()
@@ -103,18 +112,26 @@ def _swapped(data: bytes) -> bytes:
     return a.tobytes()
 
 
-class _Strings:
-    """NUL-terminated strings in a blob, decoded on demand."""
+class Strings:
+    """A string table: UTF-8 blob plus offsets; items decoded on demand."""
 
-    def __init__(self, blob: memoryview) -> None:
-        self.blob = blob
-        self.starts = [0] + [m.end() for m in re.finditer(b"\0", blob)] if len(blob) else [0]
+    def __init__(self, blob: memoryview, offsets: memoryview) -> None:
+        self.blob, self.offsets = blob, offsets
 
     def __getitem__(self, i: int) -> str:
-        return bytes(self.blob[self.starts[i] : self.starts[i + 1] - 1]).decode("utf-8")
+        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]]).decode("utf-8")
+
+    def raw(self, i: int) -> bytes:
+        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]])
 
     def __len__(self) -> int:
-        return len(self.starts) - 1
+        return len(self.offsets) - 1
+
+    def find(self, value: str) -> int | None:
+        """The index of `value` in a table sorted by code point (= UTF-8 byte order)."""
+        target = value.encode("utf-8")
+        i = bisect.bisect_left(range(len(self)), target, key=self.raw)
+        return i if i < len(self) and self.raw(i) == target else None
 
 
 @dataclass(frozen=True)
@@ -146,7 +163,7 @@ class SearchIndex:
                     chunk = memoryview(_swapped(bytes(chunk)))
                 self._arrays[name] = chunk.cast("I") if typecode == "I" else chunk
             self.fields: list[str] = header["fields"]
-            self.terms: list[str] = bytes(self._arrays["terms"]).decode("utf-8").split("\0")[:-1]
+            self.term_table = self.strings("terms")
         except (ValueError, KeyError, TypeError) as exc:
             raise FormatError(f"{SEARCH}: malformed ({exc})") from None
         a = self._arrays
@@ -154,15 +171,22 @@ class SearchIndex:
         self.term_lunr_index = a["term_lunr_index"]
         self.entry_doc, self.entry_start, self.entry_end = a["entry_doc"], a["entry_start"], a["entry_end"]
         self.doc_content = a["doc_content"]
-        self._strings: dict[str, _Strings] = {}
-        if len(self.postings) != len(self.terms) * len(self.fields) + 1 or len(self.post_entry) != len(self.post_score):
+        self._terms: list[str] | None = None
+        if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(self.post_entry) != len(self.post_score):
             raise FormatError(f"{SEARCH}: array sizes do not agree")
 
-    def strings(self, name: str) -> _Strings:
-        table = self._strings.get(name)
-        if table is None:
-            table = self._strings[name] = _Strings(self._arrays[name])
-        return table
+    def strings(self, name: str) -> Strings:
+        return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
+
+    @property
+    def terms(self) -> list[str]:
+        """Every term, decoded: wildcard and fuzzy words need to scan them (built on the
+        first such query; exact words are found in the blob by bisection)."""
+        if self._terms is None:
+            table = self.term_table
+            blob = bytes(table.blob)
+            self._terms = [blob[table.offsets[i] : table.offsets[i + 1]].decode("utf-8") for i in range(len(table))]
+        return self._terms
 
     @property
     def entries(self) -> int:
@@ -175,17 +199,17 @@ class SearchIndex:
 
     def expand(self, clause: Clause) -> list[int]:
         """Term numbers a clause matches: exact, wildcard or within its edit distance."""
-        terms = self.terms
         if clause.edit_distance:
-            return list(_fuzzy(terms, clause.term, clause.edit_distance))[:MAX_EXPANSIONS]
+            return list(_fuzzy(self.terms, clause.term, clause.edit_distance))[:MAX_EXPANSIONS]
         if clause.wildcard:
+            terms = self.terms
             prefix = clause.term.split("*", 1)[0]
             pattern = re.compile(".*".join(map(re.escape, clause.term.split("*"))) + r"\Z", re.DOTALL)
             lo = bisect.bisect_left(terms, prefix)
             hi = bisect.bisect_left(terms, prefix + "\U0010ffff")
             return [i for i in range(lo, hi) if pattern.match(terms[i])][:MAX_EXPANSIONS]
-        i = bisect.bisect_left(terms, clause.term)
-        return [i] if i < len(terms) and terms[i] == clause.term else []
+        found = self.term_table.find(clause.term)
+        return [] if found is None else [found]
 
     # -- scoring --------------------------------------------------------------------------
 
@@ -206,7 +230,7 @@ class SearchIndex:
             if clause.presence == "required":
                 required.append(self._entries_with(expanded, fields))
             for term in expanded:
-                words.add(self.terms[term])
+                words.add(self.term_table[term])
                 for f in fields:
                     query[f][term] = query[f].get(term, 0.0) + clause.boost
         scores: dict[int, float] = {}
