@@ -43,19 +43,32 @@ EXCERPT_CHARS = 240
 F = TypeVar("F", bound=Callable[..., dict[str, Any]])
 _COMPACT = re.compile(r"[\W_]+")
 _WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 def _never_raise(handler: F) -> F:
-    """Whatever the arguments, a dict comes back."""
+    """Whatever the arguments, a dict comes back, and it says how large it is."""
 
     @wraps(handler)
     def safe(self: Library, *args: Any, **kwargs: Any) -> dict[str, Any]:
         try:
-            return handler(self, *args, **kwargs)
+            out = handler(self, *args, **kwargs)
         except Exception as exc:  # the contract: agents get a structured answer, always
-            return {"error": {"code": "internal_error", "message": f"{type(exc).__name__}: {exc}"}}
+            out = {"error": {"code": "internal_error", "message": _clip(f"{type(exc).__name__}: {exc}")}}
+        out.setdefault("truncated", False)
+        return _with_size(out)
 
     return safe  # type: ignore[return-value]
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """User input echoed in a message: never long enough to blow the response budget."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _json_len(value: Any) -> int:
+    """How many characters `value` takes as JSON (non-ASCII counted as one character)."""
+    return len(json.dumps(value, ensure_ascii=False))
 
 
 def _compact(text: str) -> str:
@@ -158,7 +171,7 @@ class Library:
         for name, value in active.items():
             problem = _filter_problem(name, value, library.filters)
             if problem:
-                return _with_size({"count": 0, "docs": [], "returned": 0, "truncated": False, "hint": problem})
+                return {"count": 0, "docs": [], "returned": 0, "hint": problem}
         selected = [n for n, doc in enumerate(docs) if all(_matches(_field(doc, k), v) for k, v in active.items())]
         if query is not None and str(query).strip():
             try:
@@ -239,7 +252,7 @@ class Library:
             if chosen is None:
                 titles = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
                 close = difflib.get_close_matches(str(section), titles, n=5, cutoff=0.4)
-                return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {str(section)!r}",
+                return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {_clip(str(section))!r}",
                         "suggestions": close, "sections": sections}
             out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
             start, end = chosen.start, chosen.end
@@ -247,32 +260,33 @@ class Library:
         return self._bounded_text(out, text, offset, doc, section is None)
 
     def _bounded_text(self, out: dict[str, Any], text: str, offset: Any, doc: DocEntry, whole: bool) -> dict[str, Any]:
+        """Put as much of `text` from `offset` into `out` as the budget allows, measured as
+        JSON (escapes count), and say how to get the rest."""
         try:
-            offset = max(0, int(offset))
-        except (TypeError, ValueError):
-            return {"found": False, "id": doc.id, "error": "offset must be a whole number (a next_offset from an earlier answer)"}
-        budget = self.max_response_chars - len(json.dumps(out, ensure_ascii=False)) - 400
+            offset = int(offset)
+        except (TypeError, ValueError, OverflowError):
+            offset = -1
+        if offset < 0:
+            return {"found": False, "id": doc.id, "error": "offset must be a whole number, 0 or more (a next_offset from an earlier answer)"}
+        reserve = 400  # content, offset, truncated, hint, next_offset, response_chars
+        while _json_len(out) + reserve > self.max_response_chars and out["sections"]:
+            out["sections"] = out["sections"][: len(out["sections"]) // 2]
+            out["sections_omitted"] = len(doc.sections) - len(out["sections"])
+        budget = max(0, self.max_response_chars - _json_len(out) - reserve)
         rest = text[offset:]
-        if whole and offset == 0 and len(rest) > budget and doc.sections:
-            # too long whole: the overview and the section list, so the agent can choose
-            overview_end = len(doc_text_prefix(text, doc))
-            rest = text[:overview_end]
-            out["truncated"] = True
+        if whole and offset == 0 and doc.sections and _json_len(rest) > budget:
+            rest = doc_text_prefix(text, doc)
             out["hint"] = f"The doc has {len(text):,} characters, more than fit in one answer; here is its overview. Fetch a section by title or anchor."
-            if len(rest) > budget:
-                rest = rest[:budget]
-                out["next_offset"] = budget
-        elif len(rest) > max(budget, 0):
-            cut = max(budget, 0)
+            out["truncated"] = True
+        if _json_len(rest) > budget:
+            cut = _fit(rest, budget)
             rest = rest[:cut]
             out["truncated"] = True
             out["next_offset"] = offset + cut
             out["hint"] = f"Cut at {cut:,} of {len(text) - offset:,} characters; call again with offset={offset + cut} for the rest."
-        else:
-            out["truncated"] = False
         out["content"] = rest
         out["offset"] = offset
-        return _with_size(out)
+        return out
 
     def _index_of(self, state: _State) -> dict[str, int]:
         by_id = self._by_id
@@ -290,14 +304,14 @@ class Library:
         contains = [i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)]
         aliases = [d.id for d in state.catalog_docs if compact and compact in _identities(d)]
         suggestions = list(dict.fromkeys([*aliases, *close, *contains]))[:10]
-        return _with_size({
+        return {
             "found": False,
-            "error": f"no doc with id {doc_id!r}",
+            "error": f"no doc with id {_clip(doc_id)!r}",
             "suggestions": suggestions,
             "available_ids": ids[:MAX_AVAILABLE_IDS],
             "available_ids_truncated": len(ids) > MAX_AVAILABLE_IDS,
             "hint": "Use one of the suggestions, or list() to find the right id.",
-        })
+        }
 
     # -- search -------------------------------------------------------------------------------
 
@@ -364,7 +378,15 @@ class Library:
         out["returned"] = len(kept)
         if hint:
             out["hint"] = hint
-        return _with_size(out)
+        return out
+
+
+def _fit(text: str, budget: int) -> int:
+    """The longest prefix of `text` whose JSON takes at most `budget` characters."""
+    n = min(len(text), budget)
+    while n > 0 and (size := _json_len(text[:n])) > budget:
+        n = min(n - 1, n * budget // size)
+    return max(n, 0)
 
 
 def doc_text_prefix(text: str, doc: DocEntry) -> str:
@@ -384,7 +406,7 @@ def _load(bundle: Bundle) -> _State:
 def _limit(value: Any, default: int) -> int | dict[str, Any]:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not _DIGITS.fullmatch(str(value).strip()):
         return {"error": {"code": "invalid_limit", "message": f"limit must be a whole number from 1 to {MAX_LIMIT}"}}
     return min(max(int(value), 1), MAX_LIMIT)
 
@@ -411,10 +433,10 @@ def _scalar(value: Any) -> str:
 def _filter_problem(name: str, value: Any, filters: Mapping[str, Any]) -> str | None:
     if name not in filters:
         known = ", ".join(sorted(filters))
-        return f"No field {name!r} to filter on. Known fields: {known}."
+        return f"No field {_clip(name)!r} to filter on. Known fields: {known}."
     known_values = filters[name].get("values")
     if known_values is not None and str(value).strip().lower() not in {v.lower() for v in known_values}:
-        return f"No doc has {name} = {value!r}. Known values of {name}: {', '.join(known_values)}."
+        return f"No doc has {name} = {_clip(str(value))!r}. Known values of {name}: {', '.join(known_values)}."
     return None
 
 
@@ -433,15 +455,20 @@ def _identities(doc: DocEntry) -> set[str]:
 
 
 def _find_section(doc: DocEntry, wanted: str) -> Any:
-    key = wanted.strip().lstrip("#").strip().lower()
-    for section in doc.sections:
-        if key in (section.title.lower(), section.anchor.lower()):
-            return section
+    """By title or anchor, in any case; "## Title" as written in markdown works too."""
+    key = wanted.strip().lower()
+    for candidate in (key, key.lstrip("#").strip()):
+        for section in doc.sections:
+            if candidate in (section.title.lower(), section.anchor.lower()):
+                return section
     return None
 
 
 def _with_size(out: dict[str, Any]) -> dict[str, Any]:
-    """Every answer says how large it is, in characters of JSON."""
+    """Every answer says how large it is, in characters of JSON, itself included."""
     out["response_chars"] = 0
-    out["response_chars"] = len(json.dumps(out, ensure_ascii=False))
+    size = _json_len(out)
+    while out["response_chars"] != size:  # the number's own digits count too
+        out["response_chars"] = size
+        size = _json_len(out)
     return out

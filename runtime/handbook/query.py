@@ -101,7 +101,7 @@ def _parse_word(raw: str) -> list[Clause]:
             raise QueryError("invalid_boost", f"{raw!r}: a boost must be above 0 and at most {MAX_BOOST}")
     edit = 0
     if m["edit"] is not None:
-        if not m["edit"].isdigit():
+        if not re.fullmatch(r"[0-9]{1,3}", m["edit"]):
             raise QueryError("invalid_fuzzy", f"{raw!r}: fuzzy matching takes a number of edits, as in word~1")
         edit = int(m["edit"])
         if edit > MAX_EDIT_DISTANCE:
