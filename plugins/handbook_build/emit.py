@@ -50,13 +50,15 @@ def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: Bun
     writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
     with writer.stream(INDEX) as fh:
         index.write(fh)
-    writer.write(SEARCH, search_file(docs_by_path, catalog, index))
+    with writer.stream(SEARCH) as fh:
+        for piece in search_file(docs_by_path, catalog, index):
+            fh.write(piece)
     writer.write(TOOLS, (json.dumps({"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
     writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
     return catalog
 
 
-def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex) -> bytes:
+def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
     be shown without parsing the catalog (ids, titles, anchors, byte ranges)."""
     position = {entry.id: n for n, entry in enumerate(catalog.docs)}

@@ -45,7 +45,7 @@ class _HashingFile:
     def __init__(self, fh: BinaryIO) -> None:
         self.fh, self.digest, self.size = fh, hashlib.sha256(), 0
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | memoryview) -> int:
         self.digest.update(data)
         self.size += len(data)
         return self.fh.write(data)

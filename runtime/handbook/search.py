@@ -53,13 +53,13 @@ MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 
 
-def _strings(strings: Iterable[str]) -> tuple[bytes, bytes]:
+def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     """(concatenated UTF-8, uint32 offsets with one final offset)."""
     encoded = [s.encode("utf-8") for s in strings]
     offsets = array("I", [0])
     for item in encoded:
         offsets.append(offsets[-1] + len(item))
-    return b"".join(encoded), offsets.tobytes()
+    return b"".join(encoded), offsets
 
 
 def write(
@@ -76,34 +76,44 @@ def write(
     doc_id: Sequence[str],
     doc_title: Sequence[str],
     doc_content: Sequence[bytes],
-) -> bytes:
-    """The file's bytes. `terms` sorted by code point; `offsets[t * fields + f]` is
-    where term t's postings in field f start in `post_entry`/`post_score`."""
-    arrays: dict[str, tuple[str, bytes]] = {}
+) -> Iterator[bytes | memoryview]:
+    """The file, in pieces (the postings are tens of megabytes: they are written from the
+    arrays in place, never copied into one buffer). `terms` sorted by code point;
+    `offsets[t * fields + f]` is where term t's postings in field f start."""
+    arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (("terms", terms), ("entry_title", entry_title), ("entry_anchor", entry_anchor),
                           ("doc_id", doc_id), ("doc_title", doc_title)):
         blob, starts = _strings(strings)
         arrays[name] = ("B", blob)
         arrays[f"{name}_offsets"] = ("I", starts)
     arrays.update({
-        "term_lunr_index": ("I", lunr_index.tobytes()),
-        "postings": ("I", offsets.tobytes()),
-        "post_entry": ("I", post_entry.tobytes()),
-        "post_score": ("I", post_score.tobytes()),
-        "entry_doc": ("I", array("I", entry_doc).tobytes()),
-        "entry_start": ("I", array("I", [a for a, _ in entry_range]).tobytes()),
-        "entry_end": ("I", array("I", [b for _, b in entry_range]).tobytes()),
+        "term_lunr_index": ("I", lunr_index),
+        "postings": ("I", offsets),
+        "post_entry": ("I", post_entry),
+        "post_score": ("I", post_score),
+        "entry_doc": ("I", array("I", entry_doc)),
+        "entry_start": ("I", array("I", [a for a, _ in entry_range])),
+        "entry_end": ("I", array("I", [b for _, b in entry_range])),
         "doc_content": ("B", b"".join(doc_content)),
     })
-    if sys.byteorder == "big":  # the file is little-endian everywhere
-        arrays = {k: (t, _swapped(b) if t == "I" else b) for k, (t, b) in arrays.items()}
-    layout, body = {}, bytearray()
+    layout, position = {}, 0
     for name, (typecode, data) in arrays.items():
-        layout[name] = [len(body), len(data) // (4 if typecode == "I" else 1), typecode]
-        body += data + b"\0" * (-len(data) % 8)
+        size = len(data) * (data.itemsize if isinstance(data, array) else 1)
+        layout[name] = [position, len(data), typecode]
+        position += size + (-size % 8)
     header = json.dumps({"fields": list(FIELDS), "arrays": layout}, sort_keys=True, separators=(",", ":")).encode()
     header += b" " * (-(len(MAGIC) + 8 + len(header)) % 8)
-    return MAGIC + VERSION.to_bytes(4, "little") + len(header).to_bytes(4, "little") + header + bytes(body)
+    yield MAGIC + VERSION.to_bytes(4, "little") + len(header).to_bytes(4, "little") + header
+    for _, data in arrays.values():
+        if isinstance(data, array):
+            if sys.byteorder == "big":  # the file is little-endian everywhere
+                data = array("I", data)
+                data.byteswap()
+            piece: bytes | memoryview = memoryview(data).cast("B")
+        else:
+            piece = data
+        yield piece
+        yield b"\0" * (-len(piece) % 8)
 
 
 def _swapped(data: bytes) -> bytes:
