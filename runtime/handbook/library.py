@@ -6,8 +6,9 @@ the operator's `max_response_chars` (hosts cap tool output; the cap must be the
 operator's, not the model's) and says how large it is, whether anything was cut and
 how to get the rest.
 
-The bundle is verified when opened (signature, sizes, no stray files); each file is
-hashed before its first use. `reload` swaps in a newer bundle only once it verifies.
+The bundle is verified when opened (signature, every listed file present as a plain
+file, nothing unlisted); each file's size and hash are checked before its first use.
+`reload` swaps in a newer bundle only once it verifies.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import wraps
+from functools import cached_property, wraps
 from typing import Any, TypeVar
 
 from .bundle import Bundle, open_bundle
@@ -88,6 +89,15 @@ class _State:
     def catalog_docs(self) -> Sequence[DocEntry]:
         return self.bundle.catalog.docs
 
+    @cached_property
+    def identities(self) -> dict[str, builtins.list[int]]:
+        """Compact id, title, keyword, alias or metadata value -> the docs that have it."""
+        out: dict[str, builtins.list[int]] = {}
+        for n, doc in enumerate(self.catalog_docs):
+            for value in _identities(doc):
+                out.setdefault(value, []).append(n)
+        return out
+
 
 class Library:
     """One verified knowledge bundle and the handlers agents call on it."""
@@ -128,8 +138,8 @@ class Library:
         with self._reload_lock:
             try:
                 state = _load(self._opener())
-            except (BundleError, OSError) as exc:
-                self.last_reload_error = str(exc)
+            except Exception as exc:  # whatever is wrong with the new one, the old one serves
+                self.last_reload_error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BundleError) else str(exc)
                 return {"reloaded": False, "error": str(exc), **self._identity()}
             changed = state.bundle.manifest != self._state.bundle.manifest
             self._state, self._by_id, self.last_reload_error = state, None, None
@@ -198,11 +208,9 @@ class Library:
             doc = entry_doc[entry]
             if doc in allowed and score > best.get(doc, 0.0):
                 best[doc] = score
-        wanted = _compact(query)
-        if wanted:
-            for n in allowed:
-                if wanted in _identities(state.catalog_docs[n]):
-                    best[n] = best.get(n, 0.0) + 1_000_000
+        for n in state.identities.get(_compact(query), ()):
+            if n in allowed:
+                best[n] = best.get(n, 0.0) + 1_000_000
         return sorted(best, key=lambda n: (-best[n], state.catalog_docs[n].id))
 
     @staticmethod
@@ -302,7 +310,7 @@ class Library:
         close = difflib.get_close_matches(wanted, ids, n=5, cutoff=0.5)
         compact = _compact(wanted)
         contains = [i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)]
-        aliases = [d.id for d in state.catalog_docs if compact and compact in _identities(d)]
+        aliases = [state.catalog_docs[n].id for n in state.identities.get(compact, ())]
         suggestions = list(dict.fromkeys([*aliases, *close, *contains]))[:10]
         return {
             "found": False,
