@@ -113,7 +113,7 @@ def open_bundle(
     trusted = trusted_keys(keys)
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
-        signed_by = verify(manifest.signatures, signed.to_dict(), trusted, threshold=threshold)
+        signed_by = verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
     _check_tree(root, manifest, sizes=hash_all)
     bundle = Bundle(root, manifest, signed_by)
     if hash_all:

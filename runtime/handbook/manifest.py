@@ -10,6 +10,7 @@ that is the signature checked, and only after the signature are the files truste
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -117,6 +118,12 @@ class Signed:
 class Manifest:
     signed: Signed
     signatures: tuple[dict[str, str], ...] = field(default=())
+    signed_bytes: bytes | None = field(default=None, compare=False, repr=False)
+    """The canonical bytes of `signed` as read (None for a manifest built in memory)."""
+
+    def canonical_signed(self) -> bytes:
+        """What the signatures cover (less the tag)."""
+        return self.signed_bytes if self.signed_bytes is not None else canonical.dumps(self.signed.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return {"signed": self.signed.to_dict(), "signatures": [dict(s) for s in self.signatures]}
@@ -135,7 +142,11 @@ class Manifest:
             if not (isinstance(entry["keyid"], str) and _SHA256.fullmatch(entry["keyid"]) and isinstance(entry["sig"], str)):
                 raise FormatError(f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig")
             signatures.append({"keyid": entry["keyid"], "sig": entry["sig"]})
-        return cls(Signed.from_dict(value["signed"]), tuple(signatures))
+        # The value passed the profile (ASCII keys, no floats), so json.dumps writes exactly
+        # its canonical form, in C: the 10,000-file manifest of a large library is
+        # re-encoded in milliseconds instead of a pure-Python walk.
+        signed_bytes = json.dumps(value["signed"], ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return cls(Signed.from_dict(value["signed"]), tuple(signatures), signed_bytes)
 
 
 def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:

@@ -67,9 +67,12 @@ def keyid(raw_public: bytes) -> str:
     return hashlib.sha256(raw_public).hexdigest()
 
 
-def signing_input(tag: str, payload: Any) -> bytes:
+def signing_input(tag: str, payload: Any, *, encoded: bytes | None = None) -> bytes:
+    """``uint16be(len(tag)) || tag || canonical(payload)``; `encoded` is the payload's
+    canonical bytes when the caller already has them (a parsed manifest does)."""
     encoded_tag = tag.encode("ascii")
-    return len(encoded_tag).to_bytes(2, "big") + encoded_tag + canonical.dumps(payload)
+    body = encoded if encoded is not None else canonical.dumps(payload)
+    return len(encoded_tag).to_bytes(2, "big") + encoded_tag + body
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,7 @@ def verify(
     *,
     tag: str = MANIFEST_TAG,
     threshold: int = 1,
+    encoded: bytes | None = None,
 ) -> list[str]:
     """The key ids of the distinct trusted keys whose signatures verify; raises
     SignatureError when there are fewer than `threshold`. A key counts once however
@@ -176,7 +180,7 @@ def verify(
     if threshold < 1:
         raise ValueError("threshold must be at least 1")
     by_id = {key.keyid: key for key in keys}
-    message = signing_input(tag, payload)
+    message = signing_input(tag, payload, encoded=encoded)
     good: list[str] = []
     seen_sigs: set[bytes] = set()
     for entry in signatures:
