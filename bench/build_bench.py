@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_throughput import ROOT, WORK, TreeSampler, environment, msdocs, synthetic
+from check_throughput import ROOT, WORK, TreeSampler, environment, libraries
 
 HANDBOOK = [sys.executable, "-c", "from handbook.cli import main; main()"]
 CHILD = [sys.executable, str(Path(__file__).resolve()), "--child"]
@@ -346,20 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         what, config, out = args.child
         print(json.dumps((child_lunr if what == "lunr" else child_index)(config, out)))
         return 0
-    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-
-    libraries: list[tuple[str, Path]] = []
-    for size in sizes:
-        print(f"generating {size:,} synthetic docs", file=sys.stderr)
-        libraries.append((f"synthetic-{size}", synthetic(size, args.seed)))
-    if not args.no_real:
-        config = msdocs()
-        if config is None:
-            print("note: the msdocs-10k archive was not found; real corpus skipped", file=sys.stderr)
-        else:
-            libraries.append(("msdocs-10k", config))
-
-    results = [measure(label, config, not args.no_lunr) for label, config in libraries]
+    results = [measure(label, config, not args.no_lunr) for label, config in libraries(args.sizes, args.seed, not args.no_real)]
     print(f"`handbook build` vs a plain lunr.py index of the same entries, fresh process each; {environment()}\n")
     print(table(results))
     print()

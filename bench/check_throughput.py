@@ -34,9 +34,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synth import generate  # a sibling script, not a package
-
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "bench"
 """Git-ignored; libraries are generated and unpacked here."""
@@ -69,8 +66,12 @@ class Run:
 
 def synthetic(docs: int, seed: int) -> Path:
     """Regenerated on every run (a few seconds at 10,000 docs, and never timed), so the
-    library always matches the current generator."""
-    return generate(WORK / f"synth-{docs}-seed{seed}", docs, seed)
+    library always matches the current generator; by a child process, so this one stays
+    small (a child's ru_maxrss starts from its parent's RSS at the fork)."""
+    out = WORK / f"synth-{docs}-seed{seed}"
+    subprocess.run([sys.executable, str(Path(__file__).with_name("synth.py")), str(out), "--docs", str(docs), "--seed", str(seed)],
+                   check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    return out / "mkdocs.yml"
 
 
 def msdocs() -> Path | None:
@@ -90,6 +91,22 @@ def msdocs() -> Path | None:
     (partial / "msdocs-10k").rename(target)
     partial.rmdir()
     return target / "mkdocs.yml"
+
+
+def libraries(sizes: str, seed: int, real: bool) -> list[tuple[str, Path]]:
+    """(label, mkdocs.yml) for each synthetic size in `sizes` ("1000,10000"), then the
+    real corpus when `real` and its archive is present."""
+    out = []
+    for size in [int(s) for s in sizes.split(",") if s.strip()]:
+        print(f"generating {size:,} synthetic docs", file=sys.stderr)
+        out.append((f"synthetic-{size}", synthetic(size, seed)))
+    if real:
+        config = msdocs()
+        if config is None:
+            print("note: the msdocs-10k archive was not found; real corpus skipped", file=sys.stderr)
+        else:
+            out.append(("msdocs-10k", config))
+    return out
 
 
 def megabytes(config: Path) -> float:
