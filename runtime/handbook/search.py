@@ -40,6 +40,7 @@ import math
 import re
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -225,6 +226,13 @@ class SearchIndex:
 
     def scores(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str]]:
         """Every matching entry's lunr score, and the index terms the query expanded to."""
+        scores, words, _ = self._score(clauses)
+        return scores, words
+
+    def _score(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str], list[tuple[int, int]]]:
+        """Scores, expanded words, and the (term, field) postings in the order lunr walks
+        them (clause, expanded term, field), which decides lunr's order among equal scores."""
+        encounter: dict[tuple[int, int], None] = {}
         nfields = len(self.fields)
         field_no = {name: f for f, name in enumerate(self.fields)}
         query: list[dict[int, float]] = [{} for _ in range(nfields)]
@@ -243,6 +251,7 @@ class SearchIndex:
                 words.add(self.term_table[term])
                 for f in fields:
                     query[f][term] = query[f].get(term, 0.0) + clause.boost
+                    encounter[(term, f)] = None
         scores: dict[int, float] = {}
         postings, post_entry, post_score = self.postings, self.post_entry, self.post_score
         for f, vector in enumerate(query):
@@ -264,15 +273,40 @@ class SearchIndex:
             scores = {e: v for e, v in scores.items() if e in keep}
         for entry in prohibited.intersection(scores):
             del scores[entry]
-        return scores, frozenset(words)
+        return scores, frozenset(words), list(encounter)
 
     def search(self, clauses: Sequence[Clause], limit: int | None = None) -> tuple[int, list[Hit]]:
         """(how many entries match, the best `limit` of them) in lunr's order: score
-        descending, ties by entry number."""
-        scores, words = self.scores(clauses)
-        key = lambda e: (-scores[e], e)  # noqa: E731
-        best = sorted(scores, key=key) if limit is None else heapq.nsmallest(limit, scores, key=key)
+        descending; equal scores in the order lunr first meets the entries."""
+        scores, words, encounter = self._score(clauses)
+        if limit is None or limit >= len(scores):
+            chosen = list(scores)
+        else:
+            # everything above the limit-th score, and every entry tied with it
+            cutoff = -heapq.nsmallest(limit, (-v for v in scores.values()))[-1]
+            chosen = [e for e, v in scores.items() if v >= cutoff]
+        same = Counter(scores[e] for e in chosen)
+        order = self._first_met(encounter, {e for e in chosen if same[scores[e]] > 1})
+        best = sorted(chosen, key=lambda e: (-scores[e], order.get(e, (0, e))))[:limit]
         return len(scores), [Hit(e, scores[e], words) for e in best]
+
+    def _first_met(self, encounter: list[tuple[int, int]], entries: set[int]) -> dict[int, tuple[int, int]]:
+        """For each entry, (position in `encounter` of the first posting holding it, the
+        entry): lunr's insertion order, by bisection in the entry-ordered postings."""
+        nfields = len(self.fields)
+        order: dict[int, tuple[int, int]] = {}
+        left = set(entries)
+        for i, (term, f) in enumerate(encounter):
+            if not left:
+                break
+            start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
+            members = self.post_entry[start:stop]
+            for entry in list(left):
+                j = bisect.bisect_left(members, entry)
+                if j < len(members) and members[j] == entry:
+                    order[entry] = (i, entry)
+                    left.discard(entry)
+        return order
 
     def _entries_with(self, terms: list[int], fields: list[int]) -> set[int]:
         nfields = len(self.fields)
