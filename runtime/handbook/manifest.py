@@ -10,7 +10,6 @@ that is the signature checked, and only after the signature are the files truste
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -142,11 +141,12 @@ class Manifest:
             if not (isinstance(entry["keyid"], str) and _SHA256.fullmatch(entry["keyid"]) and isinstance(entry["sig"], str)):
                 raise FormatError(f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig")
             signatures.append({"keyid": entry["keyid"], "sig": entry["sig"]})
-        # The value passed the profile (ASCII keys, no floats), so json.dumps writes exactly
-        # its canonical form, in C: the 10,000-file manifest of a large library is
-        # re-encoded in milliseconds instead of a pure-Python walk.
-        signed_bytes = json.dumps(value["signed"], ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        return cls(Signed.from_dict(value["signed"]), tuple(signatures), signed_bytes)
+        # The bytes are canonical with exactly these two keys, so they read
+        # {"signatures":[…],"signed":{…}}; signatures hold only hex and base64, so the
+        # first ,"signed": is the structural one and what follows is the signed part's
+        # canonical encoding — the signature covers these very bytes, not a re-encoding.
+        start = data.index(b',"signed":') + len(b',"signed":')
+        return cls(Signed.from_dict(value["signed"]), tuple(signatures), data[start:-1])
 
 
 def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:

@@ -46,3 +46,10 @@ def test_canonical_cases_read_back_strictly() -> None:
     for case in json.loads((VECTORS / "canonical.json").read_text(encoding="utf-8")):
         data = case["canonical"].encode("utf-8")
         assert canonical.dumps(canonical.loads(data, what=case["name"], max_bytes=1 << 16)) == data
+
+
+def test_parsed_manifest_keeps_the_exact_signed_bytes() -> None:
+    """The signature is checked over the signed part as read; it must be the canonical
+    encoding of the parsed payload, byte for byte."""
+    manifest = Manifest.from_bytes((VECTORS / "manifest.json").read_bytes())
+    assert manifest.canonical_signed() == canonical.dumps(manifest.signed.to_dict())
