@@ -19,6 +19,7 @@ import json
 import os
 import stat
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -41,8 +42,9 @@ class Bundle:
     hash first; the catalog is parsed on first use. Core files stay in memory once read,
     content files in a bounded cache, so nothing unverified is ever handed out."""
 
-    def __init__(self, path: Path, manifest: Manifest, signed_by: Sequence[str]) -> None:
-        self.path = path
+    def __init__(self, tree: Tree, manifest: Manifest, signed_by: Sequence[str]) -> None:
+        self.tree = tree
+        self.path = tree.root
         self.manifest = manifest
         self.signed_by = tuple(signed_by)
         """Key ids of the trusted keys whose signatures verified; empty when unsigned."""
@@ -75,7 +77,7 @@ class Bundle:
                 if name in self._content:
                     self._content.move_to_end(name)
                 return data
-        data = _read_verified(self.path, self.manifest, name)
+        data = _read_verified(self.tree, self.manifest, name)
         with self._lock:
             if not name.startswith("content/"):
                 self._core[name] = data
@@ -108,48 +110,74 @@ def open_bundle(
     root = Path(os.path.realpath(path))
     if not root.is_dir():
         raise MissingFileError(f"{path}: no bundle directory here")
-    manifest = Manifest.from_bytes(_read(root, MANIFEST, MAX_MANIFEST_BYTES))
+    tree = Tree(root)
+    manifest = Manifest.from_bytes(_read(tree, MANIFEST, MAX_MANIFEST_BYTES))
     signed = manifest.signed
     trusted = trusted_keys(keys)
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
         signed_by = verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
-    _check_tree(root, manifest, sizes=hash_all)
-    bundle = Bundle(root, manifest, signed_by)
+    _check_tree(tree, manifest, sizes=hash_all)
+    bundle = Bundle(tree, manifest, signed_by)
     if hash_all:
         for name, entry in sorted(signed.files.items()):
-            _hash_file(root, name, entry)
+            _hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
     return bundle
 
 
-def _open(root: Path, name: str) -> int:
-    """A descriptor for `name`, opened component by component without following links."""
-    parts = name.split("/")
-    fds = []
-    try:
-        current = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        fds.append(current)
-        for part in parts[:-1]:
-            current = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=current)
-            fds.append(current)
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=current)
-    except FileNotFoundError:
-        raise MissingFileError(f"{name}: listed in the manifest but missing") from None
-    except OSError as exc:
-        raise FormatError(f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused") from None
-    finally:
-        for opened in fds:
-            os.close(opened)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+class Tree:
+    """The bundle folder, held by descriptors opened once without following links; files
+    are opened relative to their folder's descriptor. Reading a content file is then one
+    `open` instead of one per path component, and a folder renamed or replaced after
+    the bundle was opened cannot redirect a read."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._folders: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._close = weakref.finalize(self, _close_all, self._folders)
+
+    def folder(self, path: str) -> int:
+        """The descriptor of folder `path` ("" for the root), opened on first use."""
+        with self._lock:
+            return self._folder(path)
+
+    def _folder(self, path: str) -> int:
+        fd = self._folders.get(path)
+        if fd is None:
+            if path:
+                parent, _, leaf = path.rpartition("/")
+                fd = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._folder(parent))
+            else:
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+            self._folders[path] = fd
+        return fd
+
+    def open(self, name: str) -> int:
+        """A descriptor for the regular file `name`; symlinks and special files are refused."""
+        folder, _, leaf = name.rpartition("/")
+        try:
+            fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.folder(folder))
+        except FileNotFoundError:
+            raise MissingFileError(f"{name}: listed in the manifest but missing") from None
+        except OSError as exc:
+            raise FormatError(f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FormatError(f"{name}: not a regular file")
+        return fd
+
+
+def _close_all(fds: dict[str, int]) -> None:
+    for fd in fds.values():
         os.close(fd)
-        raise FormatError(f"{name}: not a regular file")
-    return fd
+    fds.clear()
 
 
-def _read(root: Path, name: str, limit: int) -> bytes:
+def _read(tree: Tree, name: str, limit: int) -> bytes:
     """At most `limit` + 1 bytes: enough to tell that a file is too long."""
-    with os.fdopen(_open(root, name), "rb") as fh:
+    with os.fdopen(tree.open(name), "rb") as fh:
         return fh.read(limit + 1)
 
 
@@ -158,11 +186,11 @@ def _mismatch_size(name: str, observed: int, expected: int) -> HashMismatchError
     return HashMismatchError(f"{name}: observed {observed:,}{more} bytes, the manifest lists {expected:,}")
 
 
-def _read_verified(root: Path, manifest: Manifest, name: str) -> bytes:
+def _read_verified(tree: Tree, manifest: Manifest, name: str) -> bytes:
     entry = manifest.signed.files.get(name)
     if entry is None:
         raise MissingFileError(f"{name}: not listed in the manifest")
-    data = _read(root, name, entry.bytes)
+    data = _read(tree, name, entry.bytes)
     if len(data) != entry.bytes:
         raise _mismatch_size(name, len(data), entry.bytes)
     digest = hashlib.sha256(data).hexdigest()
@@ -171,11 +199,11 @@ def _read_verified(root: Path, manifest: Manifest, name: str) -> bytes:
     return data
 
 
-def _hash_file(root: Path, name: str, entry: FileEntry) -> None:
+def _hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
     """Stream the file through sha256, reading at most its listed size + 1 bytes."""
     digest = hashlib.sha256()
     size = 0
-    with os.fdopen(_open(root, name), "rb") as fh:
+    with os.fdopen(tree.open(name), "rb") as fh:
         while size <= entry.bytes:
             chunk = fh.read(min(_CHUNK, entry.bytes + 1 - size))
             if not chunk:
@@ -188,38 +216,44 @@ def _hash_file(root: Path, name: str, entry: FileEntry) -> None:
         raise HashMismatchError(f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}")
 
 
-def _check_tree(root: Path, manifest: Manifest, sizes: bool) -> None:
+def _check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
     """One walk of the bundle folder: every listed file present and a regular file (not
     a link), of its listed size when `sizes`; nothing else there. Without `sizes` no file
-    is stat'ed (sizes are then checked as each file is read)."""
-    files = manifest.signed.files
-    folders = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
-    seen: set[str] = set()
-    stack = [""]
-    while stack:
-        prefix = stack.pop()
-        with os.scandir(root / prefix if prefix else root) as it:
-            for entry in it:
-                name = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if name not in folders:
-                        raise UnlistedFileError(f"{name}/: a folder the manifest does not list")
-                    stack.append(name + "/")
-                    continue
-                if name == MANIFEST:
-                    continue
-                listed = files.get(name)
-                if listed is None:
-                    raise UnlistedFileError(f"{name}: present in the bundle but not listed in the manifest")
-                if not entry.is_file(follow_symlinks=False):
-                    raise FormatError(f"{name}: not a regular file (a symlink or special file); symlinks are refused")
-                size = entry.stat(follow_symlinks=False).st_size if sizes else listed.bytes
-                if size != listed.bytes:
-                    raise _mismatch_size(name, size, listed.bytes)
-                seen.add(name)
-    missing = sorted(set(files) - seen)
-    if missing:
-        raise MissingFileError(f"{missing[0]}: listed in the manifest but missing")
+    is stat'ed (sizes are then checked as each file is read). Folders are compared as
+    sets of names, since a bundle holds ten thousand files in one of them."""
+    expected: dict[str, set[str]] = {"": {MANIFEST}}
+    for path in manifest.signed.files:
+        folder, _, name = path.rpartition("/")
+        expected.setdefault(folder, set()).add(name)
+        while folder:  # every enclosing folder is expected in its parent
+            parent, _, sub = folder.rpartition("/")
+            names = expected.setdefault(parent, set())
+            if sub + "/" in names:
+                break
+            names.add(sub + "/")
+            folder = parent
+    for folder, names in expected.items():
+        prefix = folder + "/" if folder else ""
+        with os.scandir(tree.folder(folder)) as it:
+            present = {entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry for entry in it}
+        unlisted = present.keys() - names
+        if unlisted:
+            name = min(unlisted)
+            what = "a folder the manifest does not list" if name.endswith("/") else "present in the bundle but not listed in the manifest"
+            raise UnlistedFileError(f"{prefix}{name}: {what}")
+        missing = names - present.keys()
+        if missing:
+            raise MissingFileError(f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing")
+        special = [n for n, entry in present.items() if not n.endswith("/") and not entry.is_file(follow_symlinks=False)]
+        if special:
+            raise FormatError(f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused")
+        if sizes:
+            files = manifest.signed.files
+            for name, entry in present.items():
+                if name != MANIFEST and not name.endswith("/"):
+                    size, listed = entry.stat(follow_symlinks=False).st_size, files[prefix + name].bytes
+                    if size != listed:
+                        raise _mismatch_size(prefix + name, size, listed)
 
 
 def _parse_catalog(data: bytes, listed: bool) -> Catalog:

@@ -9,16 +9,15 @@ verified without re-counting characters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .errors import FormatError
 
 CATALOG = "catalog.json"
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     title: str
     anchor: str
     level: int
@@ -27,8 +26,7 @@ class Section:
     chars: int
 
 
-@dataclass(frozen=True)
-class DocEntry:
+class DocEntry(NamedTuple):
     id: str
     kind: str
     title: str
@@ -58,31 +56,30 @@ class DocEntry:
         return out
 
 
-_DOC_FIELDS = tuple(f.name for f in fields(DocEntry))
-_SECTION_FIELDS = tuple(f.name for f in fields(Section))
+_DOC_FIELDS = DocEntry._fields
+_SECTION_FIELDS = Section._fields
 
 
-@dataclass(frozen=True)
-class Library:
+class Library(NamedTuple):
     name: str
     version: str
     built_at: str
     title: str = ""
     description: str = ""
-    vocab: Mapping[str, list[str]] = field(default_factory=dict)
-    filters: Mapping[str, Any] = field(default_factory=dict)
+    vocab: Mapping[str, list[str]] = MappingProxyType({})
+    filters: Mapping[str, Any] = MappingProxyType({})
     """Field -> {"docs": how many docs set it, "values": sorted known values or None
     when there are too many to list}."""
     list_fields: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = self._asdict()
+        out["vocab"], out["filters"] = dict(self.vocab), dict(self.filters)
         out["list_fields"] = list(self.list_fields)
         return out
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(NamedTuple):
     library: Library
     docs: tuple[DocEntry, ...]
 

@@ -21,7 +21,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property, wraps
 from typing import Any, TypeVar
 
@@ -77,13 +76,11 @@ def _compact(text: str) -> str:
     return _COMPACT.sub("", text.lower())
 
 
-@dataclass(frozen=True)
 class _State:
     """Everything one verified bundle answers from; replaced whole on reload."""
 
-    bundle: Bundle
-    search: SearchIndex
-    loaded_at: str
+    def __init__(self, bundle: Bundle, search: SearchIndex, loaded_at: str) -> None:
+        self.bundle, self.search, self.loaded_at = bundle, search, loaded_at
 
     @property
     def catalog_docs(self) -> Sequence[DocEntry]:

@@ -15,7 +15,7 @@ structured error the agent can act on.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .stemmer import stem
 
@@ -42,8 +42,7 @@ class QueryError(ValueError):
         return {"code": self.code, "message": str(self)}
 
 
-@dataclass(frozen=True)
-class Clause:
+class Clause(NamedTuple):
     term: str
     """Lowercased and stemmed, or a wildcard pattern (not stemmed)."""
     fields: tuple[str, ...] = FIELDS

@@ -19,8 +19,7 @@ import binascii
 import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -75,8 +74,7 @@ def signing_input(tag: str, payload: Any, *, encoded: bytes | None = None) -> by
     return len(encoded_tag).to_bytes(2, "big") + encoded_tag + body
 
 
-@dataclass(frozen=True)
-class PublicKey:
+class PublicKey(NamedTuple):
     """A validated Ed25519 public key that may be trusted."""
 
     raw: bytes

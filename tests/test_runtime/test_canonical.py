@@ -402,6 +402,12 @@ def with_file(path: str) -> dict[str, Any]:
     return value
 
 
+@pytest.mark.parametrize("path", [f"content/{SHA.upper()}.md", f"content/{'g' * 64}.md", f"content/{SHA}.md"])
+def test_content_like_paths_are_ordinary_paths(path: str) -> None:
+    """The bulk check of content paths must not refuse what `check_path` accepts."""
+    assert path in manifest.Manifest.from_bytes(canonical.dumps(with_file(path))).signed.files
+
+
 def test_good_manifest_is_accepted() -> None:
     """The baseline every refusal below differs from in exactly one property."""
     parsed = manifest.Manifest.from_bytes(canonical.dumps(good_manifest()))
@@ -441,6 +447,13 @@ def _mutate(change: Any) -> dict[str, Any]:
         (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA + "0")), "sha256 must be 64 lowercase hex"),
         (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=1)), "sha256 must be 64 lowercase hex"),
         (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes="10")), "bytes must be int"),
+        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:30] + " " + SHA[31:])), "sha256 must be 64 lowercase hex"),
+        # content paths are checked in bulk; each bad one is still named
+        (with_file(f"content/{SHA[:-2]}:.md"), "holds a backslash, colon"),
+        (_mutate(lambda m: m["signed"]["files"].update({f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                                                       f"content/{SHA.upper()}.md": {"sha256": SHA, "bytes": 1}})), "differ only by case"),
+        (_mutate(lambda m: m["signed"]["files"].update({f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                                                       f"CONTENT/{SHA}.md": {"sha256": SHA, "bytes": 1}})), "differ only by case"),
         # the profile, checked before the shape
         (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes=-1)), "outside [0, 2^53-1]"),
         (_mutate(lambda m: m["signed"].update(docs=-1)), "outside [0, 2^53-1]"),
