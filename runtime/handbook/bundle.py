@@ -64,13 +64,17 @@ class Bundle:
     def catalog(self) -> Catalog:
         """Parsed, and checked against the manifest, on first use."""
         if self._catalog is None:
-            catalog = _parse_catalog(self.read(CATALOG), CATALOG in self.manifest.signed.files)
+            if CATALOG not in self.manifest.signed.files:
+                raise FormatError(f"{CATALOG}: not listed in the manifest")
+            catalog = _parse_catalog([self.read(CATALOG, keep=False)])
             check_agreement(self.manifest, catalog)
             self._catalog = catalog
         return self._catalog
 
-    def read(self, name: str) -> bytes:
-        """The verified bytes of a listed file."""
+    def read(self, name: str, keep: bool = True) -> bytes:
+        """The verified bytes of a listed file. Content files are kept in a bounded cache,
+        other files for good unless `keep` is false (the catalog's 13 MB of JSON is not
+        needed once parsed)."""
         with self._lock:
             data = self._core.get(name) or self._content.get(name)
             if data is not None:
@@ -80,7 +84,8 @@ class Bundle:
         data = _read_verified(self.tree, self.manifest, name)
         with self._lock:
             if not name.startswith("content/"):
-                self._core[name] = data
+                if keep:
+                    self._core[name] = data
             elif name not in self._content:
                 self._content[name] = data
                 self._content_bytes += len(data)
@@ -256,11 +261,15 @@ def _check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
                         raise _mismatch_size(prefix + name, size, listed)
 
 
-def _parse_catalog(data: bytes, listed: bool) -> Catalog:
-    if not listed:
-        raise FormatError(f"{CATALOG}: not listed in the manifest")
+def _parse_catalog(holder: list[bytes]) -> Catalog:
+    """Parse the catalog's bytes, handed over in a list so that they can be dropped as
+    soon as they are decoded: bytes, text and parsed tree of a 13 MB catalog would
+    otherwise all be alive at the peak."""
     try:
-        return Catalog.from_dict(json.loads(data))
+        text = holder.pop().decode("utf-8")
+        value = json.loads(text)
+        del text
+        return Catalog.from_dict(value)
     except (ValueError, RecursionError) as exc:
         raise FormatError(f"{CATALOG}: not valid JSON ({exc})") from None
 

@@ -88,13 +88,16 @@ class Catalog(NamedTuple):
 
     @classmethod
     def from_dict(cls, data: Any) -> Catalog:
+        """The catalog of parsed JSON. `data["docs"]` is consumed: each doc's dicts are
+        dropped once it is converted, so a large catalog never exists twice in memory."""
         try:
             lib = dict(data["library"])
             lib["list_fields"] = tuple(lib.get("list_fields", ()))
             library = Library(**lib)
+            raw = data["docs"]
             docs = []
-            for entry in data["docs"]:
-                entry = dict(entry)
+            for n, entry in enumerate(raw):
+                raw[n] = None
                 entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
                 entry["sections"] = tuple(Section(**s) for s in entry["sections"])
                 docs.append(DocEntry(**entry))

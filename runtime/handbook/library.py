@@ -14,7 +14,6 @@ file, nothing unlisted); each file's size and hash are checked before its first 
 from __future__ import annotations
 
 import builtins
-import difflib
 import json
 import os
 import re
@@ -256,7 +255,7 @@ class Library:
             chosen = _find_section(doc, str(section))
             if chosen is None:
                 titles = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
-                close = difflib.get_close_matches(str(section), titles, n=5, cutoff=0.4)
+                close = _close_matches(str(section), titles, n=5, cutoff=0.4)
                 return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {_clip(str(section))!r}",
                         "suggestions": close, "sections": sections}
             out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
@@ -304,7 +303,7 @@ class Library:
     def _unknown_id(self, state: _State, doc_id: str) -> dict[str, Any]:
         ids = [d.id for d in state.catalog_docs]
         wanted = doc_id.strip().lower()
-        close = difflib.get_close_matches(wanted, ids, n=5, cutoff=0.5)
+        close = _close_matches(wanted, ids, n=5, cutoff=0.5)
         compact = _compact(wanted)
         contains = [i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)]
         aliases = [state.catalog_docs[n].id for n in state.identities.get(compact, ())]
@@ -467,6 +466,13 @@ def _find_section(doc: DocEntry, wanted: str) -> Any:
             if candidate in (section.title.lower(), section.anchor.lower()):
                 return section
     return None
+
+
+def _close_matches(word: str, candidates: Sequence[str], n: int, cutoff: float) -> builtins.list[str]:
+    """difflib's close matches; imported on the first miss, not at every start."""
+    import difflib
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
 
 
 def _with_size(out: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from . import canonical
@@ -130,16 +129,22 @@ def trusted_keys(keys: Iterable[str | PublicKey] = (), *, env: bool = True) -> l
 
 
 # -- private keys (build side uses these; kept here so signed bytes have one producer) ----
+# `cryptography`'s serialization module is imported where keys are read or written, not
+# at the top: it costs a reader's cold start 16 ms and verifying never needs it.
 
 
 def generate_private_key() -> tuple[bytes, PublicKey]:
     """A new key as PKCS#8 PEM bytes, and its public key."""
+    from cryptography.hazmat.primitives import serialization
+
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     return pem, public_key_of(private)
 
 
 def load_private_key(pem: bytes | str, what: str = "signing key") -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives import serialization
+
     data = pem.encode() if isinstance(pem, str) else pem
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -151,8 +156,7 @@ def load_private_key(pem: bytes | str, what: str = "signing key") -> Ed25519Priv
 
 
 def public_key_of(private: Ed25519PrivateKey) -> PublicKey:
-    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return PublicKey.from_raw(raw)
+    return PublicKey.from_raw(private.public_key().public_bytes_raw())
 
 
 def sign(private: Ed25519PrivateKey, tag: str, payload: Any) -> dict[str, str]:
