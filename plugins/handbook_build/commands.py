@@ -14,10 +14,10 @@ import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.errors import BundleError, KeyFormatError
-from handbook.signing import SIGNING_KEY_ENV, generate_private_key, load_private_key
+from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 
 from . import pipeline
-from .config import Config, ConfigError, load_config
+from .config import DEFAULT_BUNDLE_DIR, Config, ConfigError, load_config
 from .findings import Finding, render_github, render_json, render_text
 from .seal import PublishError
 
@@ -100,12 +100,14 @@ def check(config_path: str, fmt: str, strict: bool) -> None:
 
 @click.command()
 @config_option
-@click.option("--out", type=click.Path(file_okay=False), default="build/bundle", show_default=True,
-              help="Where the bundle is published (a symlink to an immutable version folder).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Where the bundle is published (a symlink to an immutable version folder) "
+                   "[default: handbook.bundle_dir, else build/bundle beside mkdocs.yml].")
 @click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="KEYFILE",
-              help=f"Private key to sign with (default: ${SIGNING_KEY_ENV}, the key file's contents).")
+              help=f"Private key to sign with [default: ${SIGNING_KEY_ENV} (the key file's contents), "
+                   "else the handbook.signing_key file].")
 @click.option("--strict", is_flag=True, help="Fail on warnings, and refuse to build unsigned.")
-def build(config_path: str, out: str, key_file: str | None, strict: bool) -> None:
+def build(config_path: str, out: str | None, key_file: str | None, strict: bool) -> None:
     """Check the library, then write, sign, verify and publish its bundle.
 
     Nothing is written when the check fails; a failed or interrupted build leaves the
@@ -113,7 +115,8 @@ def build(config_path: str, out: str, key_file: str | None, strict: bool) -> Non
     --strict is given or $CI is set: then the build refuses.
     """
     config = load_or_exit(config_path)
-    key = _signing_key(key_file, required=strict or bool(os.environ.get("CI")))
+    key = _signing_key(config, key_file, required=strict or bool(os.environ.get("CI")))
+    out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
     started = time.perf_counter()
     try:
         with progress_bar("Checking") as progress:
@@ -135,21 +138,18 @@ def build(config_path: str, out: str, key_file: str | None, strict: bool) -> Non
     click.echo(f"signature: {bundle.signature_state}" + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else ""))
 
 
-def _signing_key(key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
+def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
     try:
-        if key_file:
-            return load_private_key(Path(key_file).read_bytes(), what=key_file)
-        if os.environ.get(SIGNING_KEY_ENV):
-            return load_private_key(os.environ[SIGNING_KEY_ENV], what=f"${SIGNING_KEY_ENV}")
-    except OSError as exc:
-        raise click.UsageError(f"cannot read the signing key: {exc}") from None
+        key, _ = pipeline.signing_key(config, key_file)
     except KeyFormatError as exc:
         raise click.UsageError(str(exc)) from None
+    if key is not None:
+        return key
     if required:
-        click.echo(f"error: no signing key; pass --key KEYFILE or set ${SIGNING_KEY_ENV} "
+        click.echo(f"error: no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
                    "(unsigned builds are refused under --strict and in CI)", err=True)
         sys.exit(1)
-    click.echo(f"warning: no signing key (--key or ${SIGNING_KEY_ENV}); the bundle will be unsigned", err=True)
+    click.echo(f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); the bundle will be unsigned", err=True)
     return None
 
 

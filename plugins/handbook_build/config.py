@@ -12,6 +12,7 @@ read as opaque values here, since Handbook needs none of them.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 BUILTIN_FIELDS = ("id", "title", "kind", "summary")
+DEFAULT_BUNDLE_DIR = "build/bundle"
 VERIFIED_STATES = ("verified", "field_tested", "unverified")
 
 
@@ -63,6 +65,10 @@ class Config:
     site_name: str = ""
     site_description: str = ""
     site_url: str = ""
+    bundle_dir: Path | None = None
+    """Where `handbook build` and `mkdocs build` publish the bundle (absolute)."""
+    signing_key: Path | None = None
+    """A private key file to sign with when no other key is given (absolute)."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -257,6 +263,11 @@ def from_options(
             errors.findings.append(finding(errors.shown, line, "HB002", message))
     if errors.findings:
         raise ConfigError(errors.findings)
+    # Absolute, but not resolved: the bundle folder is a symlink that each build swaps.
+    for key in ("bundle_dir", "signing_key"):
+        if key in values:
+            values[key] = Path(os.path.normpath(base / values[key]))
+    values.setdefault("bundle_dir", Path(os.path.normpath(base / DEFAULT_BUNDLE_DIR)))
     return Config(
         config_path=config_path.resolve(),
         docs_dir=docs_dir.resolve(),
@@ -360,6 +371,13 @@ def _check_rules(value: Any, key: str, errors: _Errors) -> dict[str, Level]:
     return levels
 
 
+def _check_path(value: Any, key: str, errors: _Errors) -> str:
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        errors.add(key, "must be a path (relative to mkdocs.yml)")
+        return ""
+    return value
+
+
 def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of glob patterns")
@@ -377,4 +395,6 @@ _CHECKS: dict[str, Callable[[Any, str, _Errors], Any]] = {
     "rules": _check_rules,
     "exclude": _check_exclude,
     "list_fields": _check_field_names,
+    "bundle_dir": _check_path,
+    "signing_key": _check_path,
 }

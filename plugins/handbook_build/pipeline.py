@@ -19,6 +19,8 @@ from typing import TypeVar
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle
+from handbook.errors import KeyFormatError
+from handbook.signing import SIGNING_KEY_ENV, load_private_key
 
 from . import snippets
 from .config import Config
@@ -101,6 +103,26 @@ def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, 
     emit(result.docs, config, built_at, writer, index)
     writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key)
     return result.findings
+
+
+def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) -> tuple[Ed25519PrivateKey | None, str]:
+    """The key to sign with and where it came from: `key_file` when given, else
+    $HANDBOOK_SIGNING_KEY (a CI secret), else the configured `signing_key` file; (None,
+    "") when there is none. Raises KeyFormatError naming the source of a bad key."""
+    if key_file is not None:
+        what, path = str(key_file), Path(key_file)
+    elif os.environ.get(SIGNING_KEY_ENV):
+        what = f"${SIGNING_KEY_ENV}"
+        return load_private_key(os.environ[SIGNING_KEY_ENV], what=what), what
+    elif config.signing_key is not None:
+        what, path = f"{config.signing_key} (handbook.signing_key)", config.signing_key
+    else:
+        return None, ""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KeyFormatError(f"cannot read the signing key {what}: {exc.strerror or exc}") from None
+    return load_private_key(data, what=what), what
 
 
 @contextmanager
