@@ -1,0 +1,155 @@
+"""The MkDocs plugin `handbook`: `mkdocs build` gives the site and the bundle at once.
+
+The only module that imports MkDocs, and a thin adapter: it runs the same
+`pipeline.build` as `handbook build` (same findings, byte-identical bundle) and then
+decorates the pages from the verified catalog of what it just built. ProperDocs, the
+maintained fork of MkDocs 1.6, loads it from the same `mkdocs.plugins` entry point (it
+aliases `mkdocs.*` imports to its own modules).
+
+Events, in MkDocs' order:
+
+- ``on_config``: the `handbook` entry is validated again by `config.load_config`, which
+  knows the line of every key (MkDocs' schema below only checks types); the card CSS
+  is added to ``extra_css``.
+- ``on_files``: check, emit, sign and publish the bundle to ``bundle_dir``. Findings
+  go to MkDocs' log as `path:line:col: CODE message`; any error aborts the build, and
+  under ``--strict`` so does any warning (MkDocs counts them). The catalog page, the
+  CSS and the bundle's ``llms.txt`` (at the site root) join the site's files.
+- ``on_page_markdown``: a doc page opens with its header card.
+- ``on_post_build``: the bundle is copied to ``<site_dir>/bundle/`` (as files, not as
+  pages: its content files are markdown that MkDocs must not render).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+from handbook.bundle import Bundle
+from handbook.catalog import DocEntry
+from handbook.errors import BundleError, KeyFormatError
+from handbook.signing import SIGNING_KEY_ENV
+
+from . import pages, pipeline
+from .config import DEFAULT_BUNDLE_DIR, Config, ConfigError, load_config
+from .findings import Finding
+from .seal import PublishError
+
+log = logging.getLogger("mkdocs.plugins.handbook")
+
+SITE_BUNDLE = "bundle"
+LLMS_TXT = "llms.txt"
+
+
+class HandbookConfig(base.Config):
+    """The keys of the `handbook` entry (reference/configuration in the docs). Types
+    only: `config.load_config` checks values and reports them at their line."""
+
+    library = c.Optional(c.Type(str))
+    version = c.Optional(c.Type(str))
+    vocab = c.Type(dict, default={})
+    required = c.Type(list, default=[])
+    limits = c.Type(dict, default={})
+    snippet_validators = c.Type(dict, default={})
+    rules = c.Type(dict, default={})
+    exclude = c.Type(list, default=[])
+    list_fields = c.Optional(c.Type(list))
+    bundle_dir = c.Type(str, default=DEFAULT_BUNDLE_DIR)
+    signing_key = c.Optional(c.Type(str))
+
+
+class HandbookPlugin(BasePlugin[HandbookConfig]):
+    supports_properdocs = True  # ProperDocs asks plugins to declare it
+
+    def __init__(self) -> None:
+        self.settings: Config | None = None
+        self.bundle: Bundle | None = None
+        self.docs: dict[str, DocEntry] = {}
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        try:
+            self.settings = load_config(config.config_file_path)
+        except ConfigError as exc:
+            for found in exc.findings:
+                log.error(str(found))
+            raise PluginError(f"handbook: the configuration has {len(exc.findings)} problem(s); nothing built") from None
+        if pages.CSS_PATH not in config.extra_css:
+            config.extra_css.append(pages.CSS_PATH)
+        return config
+
+    def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
+        settings = self._settings()
+        strict = bool(config.strict)
+        try:
+            key, source = pipeline.signing_key(settings)
+        except KeyFormatError as exc:
+            raise PluginError(f"handbook: {exc}") from None
+        if key is None and (strict or os.environ.get("CI")):
+            raise PluginError(f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
+                              "(unsigned builds are refused under --strict and in CI)")
+        out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
+        try:
+            built = pipeline.build(settings, out, key, strict=strict)
+        except pipeline.BuildError as exc:
+            _log_findings(exc.result.findings)
+            raise PluginError(f"handbook: {exc.result.errors} error(s), {exc.result.warnings} warning(s) "
+                              f"in {len(exc.result.docs)} docs; nothing built") from None
+        except (PublishError, BundleError, OSError) as exc:
+            raise PluginError(f"handbook: {exc}") from None
+        _log_findings(built.findings)
+        self.bundle = built.bundle
+        catalog = built.bundle.catalog
+        self.docs = pages.by_source(catalog.docs)
+        signed = built.bundle.manifest.signed
+        log.info(f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs published to "
+                 f"{os.path.relpath(out)} ({built.bundle.signature_state}{', key from ' + source if key else ''})")
+        if key is None:
+            log.info(f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it")
+        files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
+        if files.get_file_from_path(LLMS_TXT) is None:
+            files.append(File.generated(config, LLMS_TXT, content=built.bundle.read(LLMS_TXT)))
+        if files.get_file_from_path(pages.CATALOG_PAGE) is None:
+            files.append(File.generated(config, pages.CATALOG_PAGE, content=pages.catalog_markdown(catalog.library, catalog.docs)))
+        return files
+
+    def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+        doc = self.docs.get(page.file.src_uri)
+        if doc is None or self.bundle is None:
+            return markdown
+        card = pages.header_card(doc, self.bundle.catalog.library, pages.raw_url(doc, page.url))
+        return pages.insert_card(markdown, card)
+
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.bundle is None:
+            return
+        site = Path(config.site_dir)
+        target = site / SITE_BUNDLE
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(self.bundle.path, target)  # the published version folder, real files
+
+    def _settings(self) -> Config:
+        if self.settings is None:  # on_config always runs first; this keeps mypy and readers sure
+            raise PluginError("handbook: the plugin was not configured")
+        return self.settings
+
+
+def _log_findings(findings: list[Finding]) -> None:
+    """Each finding as `handbook check` prints it, at MkDocs' matching level."""
+    for found in findings:
+        (log.error if found.severity == "error" else log.warning)(str(found))
+
+
+__all__ = ["HandbookConfig", "HandbookPlugin"]

@@ -1,0 +1,167 @@
+"""What the site shows people beyond the markdown: a header card on every doc page and
+a catalog page. Both are made from the verified catalog of the bundle just built, so
+the site can never describe a doc differently from what agents load.
+
+Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
+where they go. Every value is escaped here: the card is raw HTML inside markdown, and a
+doc's summary or metadata must never become markup.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+
+from handbook.catalog import DocEntry, Library
+
+CSS_PATH = "assets/handbook/handbook.css"
+CATALOG_PAGE = "catalog.md"
+BADGE_TEXT = {"verified": "verified", "field_tested": "field tested", "unverified": "unverified"}
+
+CSS = """\
+/* Handbook: doc header cards and the catalog. Colours come from Material's palette
+   variables, so light and dark schemes both work. */
+.hb-card {
+  border: 1px solid var(--md-default-fg-color--lightest);
+  border-radius: 0.4rem;
+  padding: 0.6rem 0.9rem;
+  margin: 0 0 1.2rem;
+  background: var(--md-code-bg-color);
+  font-size: 0.75rem;
+}
+.md-typeset .hb-card__head { display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem; margin: 0; }
+.hb-kind {
+  text-transform: uppercase; letter-spacing: 0.04em; font-weight: 700;
+  color: var(--md-primary-fg-color);
+}
+.hb-id { font-family: var(--md-code-font-family); }
+.hb-copy {
+  cursor: pointer; border: 1px solid var(--md-default-fg-color--lighter);
+  border-radius: 0.2rem; background: transparent; color: var(--md-default-fg-color--light);
+  font-size: 0.65rem; padding: 0 0.35rem;
+}
+.hb-copy:hover { color: var(--md-accent-fg-color); border-color: var(--md-accent-fg-color); }
+.hb-badge {
+  display: inline-block; border-radius: 1rem; padding: 0 0.55rem; font-weight: 700;
+  font-size: 0.65rem; color: #fff;
+}
+.hb-badge--verified { background: #2e7d32; }
+.hb-badge--field_tested { background: #1565c0; }
+.hb-badge--unverified { background: #b26a00; }
+.md-typeset .hb-facts { display: flex; flex-wrap: wrap; gap: 0.2rem 1.2rem; margin: 0.4rem 0 0; }
+.md-typeset .hb-facts div { display: flex; gap: 0.4rem; }
+.md-typeset .hb-facts dt { color: var(--md-default-fg-color--light); font-weight: normal; margin: 0; }
+.md-typeset .hb-facts dd { margin: 0; }
+.md-typeset .hb-summary { margin: 0.4rem 0 0; }
+.md-typeset .hb-keywords { margin: 0.3rem 0 0; color: var(--md-default-fg-color--light); }
+.md-typeset .hb-keywords span { margin-right: 0.3rem; }
+.md-typeset .hb-links { margin: 0.3rem 0 0; font-size: 0.65rem; }
+"""
+
+COPY_SCRIPT = (
+    "navigator.clipboard&&navigator.clipboard.writeText(this.dataset.copy)"
+    ".then(()=>{this.textContent='copied';setTimeout(()=>{this.textContent='copy id'},1500)})"
+)
+
+
+def badge(state: str) -> str:
+    """The verified state as a coloured badge."""
+    known = state if state in BADGE_TEXT else "unverified"
+    return f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">{escape(BADGE_TEXT.get(state, state))}</span>'
+
+
+def header_card(doc: DocEntry, library: Library, raw_url: str) -> str:
+    """The card a doc page opens with. `raw_url` is the page's link to its markdown."""
+    facts = [(name, doc.meta.get(name)) for name in ("version", "effective_date")]
+    facts += [(name, doc.meta.get(name)) for name in library.list_fields if name not in ("version", "effective_date")]
+    shown = "".join(
+        f"<div><dt>{escape(name.replace('_', ' '))}</dt><dd>{escape(_text(value))}</dd></div>"
+        for name, value in facts
+        if value not in (None, "", [])
+    )
+    words = [*doc.keywords, *doc.aliases]
+    # Material's search skips elements marked data-search-exclude (up to the first
+    # closing tag of the same name, so nothing marked nests its own tag): the head and
+    # the facts are left out, the summary and the keywords are found by search.
+    parts = [
+        f'<div class="hb-card" data-doc-id="{escape(doc.id)}">',
+        '<p class="hb-card__head" data-search-exclude>',
+        f'<span class="hb-kind">{escape(doc.kind)}</span>',
+        f'<code class="hb-id">{escape(doc.id)}</code>',
+        f'<button type="button" class="hb-copy" data-copy="{escape(doc.id)}" title="Copy the doc id" '
+        f'onclick="{escape(COPY_SCRIPT)}">copy id</button>',
+        badge(doc.verified),
+        "</p>",
+        f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
+        f'<p class="hb-summary">{escape(doc.summary)}</p>',
+        f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>' if words else "",
+        f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" type="text/markdown">raw markdown</a>'
+        f" · revision <code>{escape(doc.revision[:12])}</code></p>",
+        "</div>",
+    ]
+    return "\n".join(part for part in parts if part)
+
+
+def insert_card(markdown: str, card: str) -> str:
+    """The page's markdown with the card right after its `# ` title (or first)."""
+    lines = markdown.split("\n")
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if line.startswith("# "):
+            return "\n".join([*lines[: n + 1], "", card, "", *lines[n + 1 :]])
+        break
+    return f"{card}\n\n{markdown}"
+
+
+def catalog_markdown(library: Library, docs: Sequence[DocEntry]) -> str:
+    """The catalog page: every doc grouped by kind (in the vocabulary's order), with its
+    summary and verified state; links are to the docs' source files, which MkDocs
+    resolves and checks like any other link."""
+    kinds = list(library.vocab.get("kind", ()))
+    kinds += sorted({d.kind for d in docs} - set(kinds))
+    out = [
+        "---",
+        "title: Catalog",
+        "hide: [toc]",
+        "search:",
+        "  exclude: true",  # Material's search: every doc already has its own page
+        "---",
+        "",
+        "# Catalog",
+        "",
+        f"{len(docs)} docs in **{_md(library.title or library.name)}** {library.version}. "
+        "Agents load the same docs from the signed bundle ([llms.txt](llms.txt)).",
+    ]
+    for kind in kinds:
+        members = sorted((d for d in docs if d.kind == kind), key=lambda d: (d.title.casefold(), d.id))
+        if not members:
+            continue
+        out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
+        for doc in members:
+            out.append(f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |")
+    return "\n".join(out) + "\n"
+
+
+def raw_url(doc: DocEntry, page_url: str) -> str:
+    """The link from a page at `page_url` (site-relative) to the doc's content file in
+    the site's copy of the bundle."""
+    folder = page_url.rstrip("/") if page_url.endswith("/") or not page_url else posixpath.dirname(page_url)
+    return posixpath.relpath(f"bundle/{doc.content}", folder or ".")
+
+
+def by_source(docs: Iterable[DocEntry]) -> dict[str, DocEntry]:
+    return {doc.source: doc for doc in docs}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _md(text: str) -> str:
+    """`text` safe inside a markdown table cell: no markup, no cell breaks."""
+    return escape(text).replace("|", "&#124;").replace("\n", " ").replace("[", "&#91;").replace("*", "&#42;").replace("_", "&#95;")

@@ -1,0 +1,108 @@
+"""The header card and the catalog page, from catalog records: escaping, placement, links."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+
+from handbook.catalog import DocEntry, Library
+from handbook_build import pages
+
+LIBRARY = Library(name="plant-floor", version="1.2.0", built_at="2026-01-01T00:00:00Z", vocab={"kind": ["device", "guide"]}, list_fields=("vendor", "protocol"))
+
+
+def doc(**changes: object) -> DocEntry:
+    base = DocEntry(
+        id="device.acme.ac200", kind="device", title="ACME AC200", summary="Register map of the AC200.",
+        verified="field_tested", keywords=("ac200",), aliases=(), meta={"vendor": "acme", "protocol": ["modbus", "mqtt"], "version": "2.1"},
+        revision="ab" * 32, content=f"content/{'cd' * 32}.md", bytes=10, chars=10, url="devices/acme-ac200/",
+        source="devices/acme-ac200.md",
+    )
+    return base._replace(**changes)  # type: ignore[arg-type]
+
+
+class Text(HTMLParser):
+    """The visible text and the tags of an HTML fragment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parsed(html: str) -> Text:
+    parser = Text()
+    parser.feed(html)
+    return parser
+
+
+def test_card_shows_kind_id_badge_facts_summary_and_raw_link() -> None:
+    card = parsed(pages.header_card(doc(), LIBRARY, "../../bundle/content/x.md"))
+    text = " ".join(t.strip() for t in card.text if t.strip())
+    for expected in ("device", "device.acme.ac200", "field tested", "version", "2.1", "vendor", "acme", "protocol", "modbus, mqtt", "Register map of the AC200."):
+        assert expected in text
+    classes = {attrs.get("class") for _, attrs in card.tags}
+    assert "hb-badge hb-badge--field_tested" in classes
+    buttons = [attrs for tag, attrs in card.tags if tag == "button"]
+    assert buttons and buttons[0]["data-copy"] == "device.acme.ac200"
+    links = [attrs["href"] for tag, attrs in card.tags if tag == "a"]
+    assert links == ["../../bundle/content/x.md"]
+
+
+def test_card_leaves_out_absent_facts() -> None:
+    card = pages.header_card(doc(meta={}), LIBRARY, "x.md")
+    assert "hb-facts" not in card
+
+
+@pytest.mark.parametrize("state", ["verified", "field_tested", "unverified"])
+def test_every_state_has_its_own_badge_colour(state: str) -> None:
+    assert f"hb-badge--{state}" in pages.badge(state)
+    assert f".hb-badge--{state}" in pages.CSS
+
+
+def test_hostile_values_never_become_markup() -> None:
+    evil = '<script>alert(1)</script>" onmouseover="x'
+    card = pages.header_card(doc(summary=evil, meta={"vendor": evil}, kind=evil), LIBRARY, "x.md")
+    assert "<script>" not in card
+    assert 'onmouseover="x' not in card
+    tags = {tag for tag, _ in parsed(card).tags}
+    assert "script" not in tags
+
+
+def test_card_goes_right_after_the_title() -> None:
+    markdown = "\n# ACME AC200\n\nIntro.\n\n## Registers\n"
+    out = pages.insert_card(markdown, "<div>card</div>")
+    assert out.index("# ACME AC200") < out.index("<div>card</div>") < out.index("Intro.")
+    assert pages.insert_card("Intro first.\n", "<div>card</div>").startswith("<div>card</div>\n\nIntro first.")
+
+
+@pytest.mark.parametrize(
+    ("page_url", "expected"),
+    [
+        ("devices/acme-ac200/", "../../bundle/content/" + "cd" * 32 + ".md"),
+        ("devices/acme-ac200.html", "../bundle/content/" + "cd" * 32 + ".md"),
+        ("", "bundle/content/" + "cd" * 32 + ".md"),
+        ("index.html", "bundle/content/" + "cd" * 32 + ".md"),
+    ],
+)
+def test_raw_url_is_relative_to_the_page(page_url: str, expected: str) -> None:
+    assert pages.raw_url(doc(), page_url) == expected
+
+
+def test_catalog_groups_by_kind_in_vocabulary_order() -> None:
+    docs = [doc(), doc(id="guide.start", kind="guide", title="Start here", source="start.md", verified="verified"),
+            doc(id="note.x", kind="note", title="A note | with a pipe", source="x.md")]
+    text = pages.catalog_markdown(LIBRARY, docs)
+    assert text.index("## device") < text.index("## guide") < text.index("## note")
+    assert "[ACME AC200](devices/acme-ac200.md)" in text
+    assert "hb-badge--verified" in text
+    assert "A note &#124; with a pipe" in text  # a pipe would break the table row
+    rows = [line for line in text.splitlines() if line.startswith("| [")]
+    assert all(line.count("|") == 5 for line in rows)
