@@ -8,14 +8,21 @@ query commands stay fast and work on an install without the build side.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import __version__
+from . import __version__, render
 from .errors import BundleError, KeyFormatError
 from .signing import TRUSTED_KEYS_ENV
+
+if TYPE_CHECKING:
+    from .library import Library
+
+DEFAULT_BUNDLE = "build/bundle"
 
 BUILD_COMMANDS = {
     "check": "handbook_build.commands:check",
@@ -57,17 +64,30 @@ def key_options(command: Callable[..., None]) -> Callable[..., None]:
     )(command)
 
 
+def bundle_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--bundle, --key and --allow-unsigned: how a command finds and trusts its bundle."""
+    command = key_options(command)
+    return click.option(
+        "--bundle", "bundle_path", default=DEFAULT_BUNDLE, show_default=True, metavar="DIR",
+        help="The bundle to read (a folder, or the symlink handbook build publishes).",
+    )(command)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print exactly the handler's answer as JSON.")
+
+
 @main.command()
-@click.argument("path", type=click.Path(exists=False), default="build/bundle")
-@key_options
+@click.argument("path", required=False, metavar="[PATH]")
+@bundle_options
 @click.option("--threshold", type=click.IntRange(1), default=1, show_default=True, help="Distinct trusted signatures required.")
-def verify(path: str, keys: tuple[str, ...], allow_unsigned: bool, threshold: int) -> None:
-    """Verify a bundle: signature by a trusted key, every file's size and hash, no
-    unlisted file, and a catalog that agrees with its content. Exit 0, or 1 with the reason."""
+def verify(path: str | None, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool, threshold: int) -> None:
+    """Verify a bundle (PATH, or --bundle): signature by a trusted key, every file's
+    size and hash, no unlisted file, and a catalog that agrees with its content.
+    Exit 0, or 1 with the reason."""
     from .bundle import describe, open_bundle
 
     try:
-        bundle = open_bundle(path, keys, allow_unsigned=allow_unsigned, threshold=threshold)
+        bundle = open_bundle(path or bundle_path, keys, allow_unsigned=allow_unsigned, threshold=threshold)
     except KeyFormatError as exc:
         raise click.UsageError(f"--key: {exc}") from None
     except BundleError as exc:
@@ -76,3 +96,69 @@ def verify(path: str, keys: tuple[str, ...], allow_unsigned: bool, threshold: in
     for line in describe(bundle):
         click.echo(line)
     click.echo("ok")
+
+
+@main.command(name="list")
+@click.option("--query", "-q", help="Free text ranked by relevance (ids, keywords, aliases, model numbers hit too).")
+@click.option("--filter", "-f", "filters", multiple=True, metavar="FIELD=VALUE",
+              help="Only docs whose frontmatter FIELD is VALUE (repeatable; list fields by membership).")
+@click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most docs to show.")
+@bundle_options
+@json_option
+def list_docs(query: str | None, filters: tuple[str, ...], limit: int, bundle_path: str, keys: tuple[str, ...],
+              allow_unsigned: bool, as_json: bool) -> None:
+    """List the library's docs, optionally filtered and ranked by a query."""
+    parsed = {}
+    for item in filters:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{item!r} is not FIELD=VALUE", param_hint="--filter")
+        parsed[name.strip()] = value.strip()
+    answer = _library(bundle_path, keys, allow_unsigned).list(query=query, limit=limit, **parsed)
+    _print(answer, as_json, render.doc_list)
+
+
+@main.command()
+@click.argument("doc_id", metavar="ID")
+@click.option("--section", "-s", help="One section, by its title or anchor.")
+@click.option("--offset", type=click.IntRange(0), default=0, help="Continue a long doc from a next_offset.")
+@bundle_options
+@json_option
+def get(doc_id: str, section: str | None, offset: int, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool,
+        as_json: bool) -> None:
+    """Show one doc (or one section of it) as rendered markdown with its metadata."""
+    answer = _library(bundle_path, keys, allow_unsigned).get(doc_id, section=section, offset=offset)
+    _print(answer, as_json, render.doc)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--limit", "-n", type=int, default=10, show_default=True, help="Most hits to show.")
+@bundle_options
+@json_option
+def search(query: str, limit: int, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool, as_json: bool) -> None:
+    """Search every section's text (lunr query syntax: +must -not word~1 pre*)."""
+    answer = _library(bundle_path, keys, allow_unsigned).search(query, limit=limit)
+    _print(answer, as_json, render.hits)
+
+
+def _library(path: str, keys: tuple[str, ...], allow_unsigned: bool) -> Library:
+    from .library import Library
+
+    try:
+        return Library.open(path, keys, allow_unsigned=allow_unsigned)
+    except KeyFormatError as exc:
+        raise click.UsageError(f"--key: {exc}") from None
+    except BundleError as exc:
+        click.echo(f"refused: {exc}", err=True)
+        sys.exit(1)
+
+
+def _print(answer: dict[str, Any], as_json: bool, show: Callable[[dict[str, Any]], None]) -> None:
+    """The answer as JSON or for people; exit 1 when it is an error or a miss."""
+    if as_json:
+        click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+    else:
+        show(answer)
+    if answer.get("error") or answer.get("found") is False:
+        sys.exit(1)

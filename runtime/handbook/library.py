@@ -254,8 +254,10 @@ class Library:
         if section is not None:
             chosen = _find_section(doc, str(section))
             if chosen is None:
+                wanted = str(section).strip().lower()
+                containing = [s.title for s in doc.sections if wanted and wanted in s.title.lower()]
                 titles = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
-                close = _close_matches(str(section), titles, n=5, cutoff=0.4)
+                close = list(dict.fromkeys([*containing, *_close_matches(str(section), titles, n=5, cutoff=0.4)]))[:5]
                 return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {_clip(str(section))!r}",
                         "suggestions": close, "sections": sections}
             out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
@@ -459,13 +461,17 @@ def _identities(doc: DocEntry) -> set[str]:
 
 
 def _find_section(doc: DocEntry, wanted: str) -> Any:
-    """By title or anchor, in any case; "## Title" as written in markdown works too."""
+    """By title or anchor, in any case; "## Title" as written in markdown works too;
+    else the one section whose title or anchor starts with `wanted` (a rule code names
+    its section, "HB201", without the rest of the heading)."""
     key = wanted.strip().lower()
     for candidate in (key, key.lstrip("#").strip()):
         for section in doc.sections:
             if candidate in (section.title.lower(), section.anchor.lower()):
                 return section
-    return None
+    key = key.lstrip("#").strip()
+    starting = [s for s in doc.sections if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))]
+    return starting[0] if len(starting) == 1 else None
 
 
 def _close_matches(word: str, candidates: Sequence[str], n: int, cutoff: float) -> builtins.list[str]:

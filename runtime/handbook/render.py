@@ -1,0 +1,105 @@
+"""Handler answers for people at a terminal: tables, rendered markdown, hints.
+
+The CLI prints these unless asked for `--json`, which is the handler's dict exactly.
+Rich does the layout (and drops colour when the output is not a terminal); it is
+imported on first use, so `import handbook` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+SEP = " \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
+"""Between a doc's title and its section's."""
+
+
+def _consoles() -> tuple[Console, Console]:
+    from rich.console import Console
+
+    return Console(), Console(stderr=True)
+
+
+def _error(answer: dict[str, Any]) -> bool:
+    """Print the answer's error, if it has one, to stderr; say whether it had one."""
+    error = answer.get("error")
+    if not error and answer.get("found") is not False:
+        return False
+    _, err = _consoles()
+    message = error.get("message", error) if isinstance(error, dict) else error
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    for key in ("suggestions", "available_ids"):
+        if answer.get(key):
+            err.print(f"{key.replace('_', ' ')}: {', '.join(answer[key])}", highlight=False, markup=False)
+    if answer.get("sections") and answer.get("found") is False:
+        err.print("sections: " + ", ".join(s["title"] for s in answer["sections"]), highlight=False, markup=False)
+    return True
+
+
+def _hint(console: Console, answer: dict[str, Any]) -> None:
+    if answer.get("hint"):
+        console.print(answer["hint"], style="dim", highlight=False, markup=False)
+
+
+def doc_list(answer: dict[str, Any]) -> None:
+    """`list`: one row per doc."""
+    from rich.table import Table
+
+    if _error(answer):
+        return
+    out, _ = _consoles()
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for doc in answer["docs"]:
+        table.add_row(doc["id"], doc.get("kind", ""), doc.get("verified", ""), doc.get("title", ""))
+    if answer["docs"]:
+        out.print(table)
+    out.print(f"{answer.get('returned', len(answer['docs']))} of {answer['count']} docs", style="dim", highlight=False)
+    _hint(out, answer)
+
+
+def doc(answer: dict[str, Any]) -> None:
+    """`get`: a header with id, kind, state and revision, then the markdown, rendered."""
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+
+    if _error(answer):
+        return
+    out, _ = _consoles()
+    meta = answer.get("metadata", {})
+    section = answer.get("section")
+    title = answer["title"] + (f"{SEP}{section['title']}" if section else "")
+    out.print(Rule(title, align="left"))
+    facts = [answer["id"], meta.get("kind", ""), meta.get("verified", ""), f"revision {answer.get('revision', '')[:12]}"]
+    out.print(" · ".join(f for f in facts if f), style="dim", highlight=False, markup=False)
+    out.print()
+    out.print(Markdown(answer.get("content", "")))
+    if not section and len(answer.get("sections", [])) > 1:
+        names = ", ".join(f"{s['title']} ({s['chars']:,})" for s in answer["sections"])
+        out.print(f"sections: {names}", style="dim", highlight=False, markup=False)
+    _hint(out, answer)
+
+
+def hits(answer: dict[str, Any]) -> None:
+    """`search`: each hit with its doc, section, score and excerpt."""
+    if _error(answer):
+        return
+    out, _ = _consoles()
+    for hit in answer["hits"]:
+        where = hit["id"] + (f"#{hit['anchor']}" if hit.get("anchor") else "")
+        out.print(f"[bold]{_escape(hit['title'])}[/bold]" + (f"{SEP}{_escape(hit['section'])}" if hit.get("section") else "")
+                  + f"  [dim]{_escape(where)}  score {hit['score']}[/dim]", highlight=False)
+        out.print(f"  {hit.get('excerpt', '')}", highlight=False, markup=False)
+    out.print(f"{answer.get('returned', len(answer['hits']))} of {answer['count']} matching sections", style="dim", highlight=False)
+    _hint(out, answer)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
