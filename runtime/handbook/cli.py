@@ -142,6 +142,21 @@ def search(query: str, limit: int, bundle_path: str, keys: tuple[str, ...], allo
     _print(answer, as_json, render.hits)
 
 
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["mcp", "openai", "anthropic", "yaml"]), default="mcp", show_default=True,
+              help="mcp: tools.json as is; openai: Chat Completions function tools (strict); anthropic: Messages API tools; yaml: the MCP shape as YAML.")
+@bundle_options
+def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
+    """Print the library's agent tool definitions, from its verified tools.json, in
+    the shape each ecosystem expects."""
+    from .tools import convert
+
+    library = _library(bundle_path, keys, allow_unsigned)
+    definitions = json.loads(library.bundle.read("tools.json"))["tools"]
+    out = convert(definitions, fmt)
+    click.echo(out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
+
+
 def _library(path: str, keys: tuple[str, ...], allow_unsigned: bool) -> Library:
     from .library import Library
 

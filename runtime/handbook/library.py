@@ -126,6 +126,12 @@ class Library:
 
         return cls(_load(opener()), os.fspath(path), opener, max(1000, int(max_response_chars)))
 
+    @property
+    def bundle(self) -> Bundle:
+        """The verified bundle being served; a reload replaces it. Transports read its
+        files (catalog, tools.json, content) from here, never from the disk."""
+        return self._state.bundle
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def reload(self) -> dict[str, Any]:
