@@ -42,13 +42,14 @@ class Bundle:
     hash first; the catalog is parsed on first use. Core files stay in memory once read,
     content files in a bounded cache, so nothing unverified is ever handed out."""
 
-    def __init__(self, tree: Tree, manifest: Manifest, signed_by: Sequence[str]) -> None:
+    def __init__(self, tree: Tree, manifest: Manifest, signed_by: Sequence[str], manifest_bytes: bytes = b"") -> None:
         self.tree = tree
         self.path = tree.root
         self.manifest = manifest
         self.signed_by = tuple(signed_by)
         """Key ids of the trusted keys whose signatures verified; empty when unsigned."""
-        self._core: dict[str, bytes] = {}
+        self._core: dict[str, bytes] = {MANIFEST: manifest_bytes} if manifest_bytes else {}
+        """Verified files kept for good; the manifest is its bytes as verified at open."""
         self._content: OrderedDict[str, bytes] = OrderedDict()
         self._content_bytes = 0
         self._catalog: Catalog | None = None
@@ -116,14 +117,15 @@ def open_bundle(
     if not root.is_dir():
         raise MissingFileError(f"{path}: no bundle directory here")
     tree = Tree(root)
-    manifest = Manifest.from_bytes(_read(tree, MANIFEST, MAX_MANIFEST_BYTES))
+    manifest_bytes = _read(tree, MANIFEST, MAX_MANIFEST_BYTES)
+    manifest = Manifest.from_bytes(manifest_bytes)
     signed = manifest.signed
     trusted = trusted_keys(keys)
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
         signed_by = verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
     _check_tree(tree, manifest, sizes=hash_all)
-    bundle = Bundle(tree, manifest, signed_by)
+    bundle = Bundle(tree, manifest, signed_by, manifest_bytes)
     if hash_all:
         for name, entry in sorted(signed.files.items()):
             _hash_file(tree, name, entry)

@@ -11,6 +11,7 @@ import importlib
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -155,6 +156,33 @@ def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: boo
     definitions = json.loads(library.bundle.read("tools.json"))["tools"]
     out = convert(definitions, fmt)
     click.echo(out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind; loopback unless you mean otherwise.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any free one).")
+@click.option("--site", "site_dir", type=click.Path(file_okay=False), default="build/site", show_default=True,
+              help="The built site to serve beside the API (skipped when missing).")
+@click.option("--token", envvar="HANDBOOK_TOKEN", help="Require `Authorization: Bearer TOKEN` on the API and MCP (or $HANDBOOK_TOKEN).")
+@click.option("--reload-interval", type=click.FloatRange(0.1), default=2.0, show_default=True,
+              help="Seconds between checks for a newly published bundle.")
+@bundle_options
+def serve(host: str, port: int, site_dir: str, token: str | None, reload_interval: float, bundle_path: str,
+          keys: tuple[str, ...], allow_unsigned: bool) -> None:
+    """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
+
+    A newly published bundle at --bundle is verified and swapped in without dropping
+    requests; one that fails verification is refused and the old one keeps serving."""
+    from .http import serve as run
+
+    library = _library(bundle_path, keys, allow_unsigned)
+    site = Path(site_dir) if Path(site_dir).is_dir() else None
+    if site is None:
+        click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
+    if host not in ("127.0.0.1", "::1", "localhost") and not token:
+        click.echo(f"warning: listening on {host} without --token: anyone who can reach it can read the library", err=True)
+    run(library, bundle_path, host=host, port=port, site=site, token=token, reload_interval=reload_interval,
+        announce=lambda line: click.echo(line, err=True))
 
 
 def _library(path: str, keys: tuple[str, ...], allow_unsigned: bool) -> Library:

@@ -14,6 +14,7 @@ file, nothing unlisted); each file's size and hash are checked before its first 
 from __future__ import annotations
 
 import builtins
+import inspect
 import json
 import os
 import re
@@ -48,12 +49,19 @@ _DIGITS = re.compile(r"[0-9]{1,9}")
 def _never_raise(handler: F) -> F:
     """Whatever the arguments, a dict comes back, and it says how large it is."""
 
+    signature = inspect.signature(handler)
+
     @wraps(handler)
-    def safe(self: Library, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def safe(*args: Any, **kwargs: Any) -> dict[str, Any]:  # `self` too may be a wrong keyword
         try:
-            out = handler(self, *args, **kwargs)
-        except Exception as exc:  # the contract: agents get a structured answer, always
-            out = {"error": {"code": "internal_error", "message": _clip(f"{type(exc).__name__}: {exc}")}}
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            out: dict[str, Any] = {"error": {"code": "bad_arguments", "message": _clip(f"{handler.__name__}(): {exc}")}}
+        else:
+            try:
+                out = handler(*args, **kwargs)
+            except Exception as exc:  # the contract: agents get a structured answer, always
+                out = {"error": {"code": "internal_error", "message": _clip(f"{type(exc).__name__}: {exc}")}}
         out.setdefault("truncated", False)
         return _with_size(out)
 
@@ -121,10 +129,10 @@ class Library:
         cause when it is refused. Keys also come from $HANDBOOK_TRUSTED_KEYS."""
         keys = list(trusted_keys)
 
-        def opener() -> Bundle:
-            return open_bundle(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=False)
+        def opener(hash_all: bool = True) -> Bundle:
+            return open_bundle(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=hash_all)
 
-        return cls(_load(opener()), os.fspath(path), opener, max(1000, int(max_response_chars)))
+        return cls(_load(opener(hash_all=False)), os.fspath(path), opener, max(1000, int(max_response_chars)))
 
     @property
     def bundle(self) -> Bundle:
@@ -136,7 +144,9 @@ class Library:
 
     def reload(self) -> dict[str, Any]:
         """Swap to the bundle now at the same path if it verifies; otherwise keep serving
-        the current one and say why."""
+        the current one and say why. Unlike the first open, a reload hashes every file
+        before it swaps: a server that is already answering can afford it, and a bad
+        file is then refused up front instead of failing one request later."""
         with self._reload_lock:
             try:
                 state = _load(self._opener())
