@@ -166,9 +166,11 @@ def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: boo
 @click.option("--token", envvar="HANDBOOK_TOKEN", help="Require `Authorization: Bearer TOKEN` on the API and MCP (or $HANDBOOK_TOKEN).")
 @click.option("--reload-interval", type=click.FloatRange(0.1), default=2.0, show_default=True,
               help="Seconds between checks for a newly published bundle.")
+@click.option("--allow-host", "allowed_hosts", multiple=True, metavar="HOST",
+              help="Another host name clients use to reach the server (MCP checks Host and Origin against these and loopback).")
 @bundle_options
-def serve(host: str, port: int, site_dir: str, token: str | None, reload_interval: float, bundle_path: str,
-          keys: tuple[str, ...], allow_unsigned: bool) -> None:
+def serve(host: str, port: int, site_dir: str, token: str | None, reload_interval: float, allowed_hosts: tuple[str, ...],
+          bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
     """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
 
     A newly published bundle at --bundle is verified and swapped in without dropping
@@ -182,7 +184,20 @@ def serve(host: str, port: int, site_dir: str, token: str | None, reload_interva
     if host not in ("127.0.0.1", "::1", "localhost") and not token:
         click.echo(f"warning: listening on {host} without --token: anyone who can reach it can read the library", err=True)
     run(library, bundle_path, host=host, port=port, site=site, token=token, reload_interval=reload_interval,
-        announce=lambda line: click.echo(line, err=True))
+        allowed_hosts=allowed_hosts, announce=lambda line: click.echo(line, err=True))
+
+
+@main.command()
+@bundle_options
+def mcp(bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
+    """Serve the library over MCP on stdin/stdout, for agent hosts that start it.
+
+    Tools knowledge_list, knowledge_get and knowledge_search, and each doc as a resource
+    handbook://<library>/<id>. Messages about the bundle go to stderr; stdout is the
+    protocol stream."""
+    from .mcp import run_stdio
+
+    run_stdio(_library(bundle_path, keys, allow_unsigned))
 
 
 def _library(path: str, keys: tuple[str, ...], allow_unsigned: bool) -> Library:

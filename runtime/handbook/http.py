@@ -27,7 +27,7 @@ import json
 import mimetypes
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,7 @@ def create_app(
     lifespan = None
     if mcp is not None:
         mcp_app, mcp_lifespan = mcp
-        routes.append(Mount("/mcp", app=mcp_app))
+        routes.append(Route("/mcp", endpoint=mcp_app))  # a Route: a Mount would redirect POST /mcp to /mcp/
 
         def lifespan(app: Starlette) -> Any:
             return mcp_lifespan()
@@ -353,6 +353,7 @@ def serve(
     site: Path | None = None,
     token: str | None = None,
     reload_interval: float = 2.0,
+    allowed_hosts: Sequence[str] = (),
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve until interrupted. The socket is bound first, so the announced address is
@@ -361,7 +362,7 @@ def serve(
 
     import uvicorn
 
-    app = create_app(library, site=site, token=token, mcp=_mcp(library, host))
+    app = create_app(library, site=site, token=token, mcp=_mcp(library, host, allowed_hosts))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -388,11 +389,7 @@ def _describe_reload(answer: Mapping[str, Any]) -> str:
     return f"kept {answer.get('library')} {answer.get('version')}: the new bundle was refused ({answer.get('error')})"
 
 
-def _mcp(library: Library, host: str) -> tuple[ASGIApp, Callable[[], Any]] | None:
-    """The MCP endpoint, when the MCP SDK is installed."""
-    try:
-        from .mcp import http_app  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    app: tuple[ASGIApp, Callable[[], Any]] = http_app(library, host=host)
-    return app
+def _mcp(library: Library, host: str, allowed_hosts: Sequence[str]) -> tuple[ASGIApp, Callable[[], Any]]:
+    from .mcp import http_app
+
+    return http_app(library, host=host, allowed_hosts=allowed_hosts)
