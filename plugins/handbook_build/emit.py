@@ -146,6 +146,7 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
         vocab={name: list(allowed) for name, allowed in sorted(config.vocabularies.items())},
         filters=filters,
         list_fields=config.summary_fields,
+        required=config.required_fields,
     )
 
 

@@ -71,11 +71,13 @@ class Library(NamedTuple):
     """Field -> {"docs": how many docs set it, "values": sorted known values or None
     when there are too many to list}."""
     list_fields: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    """The frontmatter fields every doc must have: part of the doc contract `diff` checks."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self._asdict()
         out["vocab"], out["filters"] = dict(self.vocab), dict(self.filters)
-        out["list_fields"] = list(self.list_fields)
+        out["list_fields"], out["required"] = list(self.list_fields), list(self.required)
         return out
 
 
@@ -93,6 +95,7 @@ class Catalog(NamedTuple):
         try:
             lib = dict(data["library"])
             lib["list_fields"] = tuple(lib.get("list_fields", ()))
+            lib["required"] = tuple(lib.get("required", ()))
             library = Library(**lib)
             raw = data["docs"]
             docs = []

@@ -29,6 +29,10 @@ BUILD_COMMANDS = {
     "check": "handbook_build.commands:check",
     "build": "handbook_build.commands:build",
     "keygen": "handbook_build.commands:keygen",
+    "pack": "handbook_build.commands:pack_command",
+    "diff": "handbook_build.commands:diff_command",
+    "init": "handbook_build.commands:init_command",
+    "release": "handbook_build.commands:release_command",
 }
 
 
@@ -82,19 +86,22 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print exactl
 @bundle_options
 @click.option("--threshold", type=click.IntRange(1), default=1, show_default=True, help="Distinct trusted signatures required.")
 def verify(path: str | None, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool, threshold: int) -> None:
-    """Verify a bundle (PATH, or --bundle): signature by a trusted key, every file's
-    size and hash, no unlisted file, and a catalog that agrees with its content.
-    Exit 0, or 1 with the reason."""
+    """Verify a bundle (PATH, or --bundle; a folder or a .tar.gz from `handbook pack`):
+    signature by a trusted key, every file's size and hash, no unlisted file, and a
+    catalog that agrees with its content. Exit 0, or 1 with the reason."""
+    from .archive import unpacked
     from .bundle import describe, open_bundle
 
     try:
-        bundle = open_bundle(path or bundle_path, keys, allow_unsigned=allow_unsigned, threshold=threshold)
+        with unpacked(path or bundle_path) as folder:
+            bundle = open_bundle(folder, keys, allow_unsigned=allow_unsigned, threshold=threshold)
+            lines = describe(bundle)
     except KeyFormatError as exc:
         raise click.UsageError(f"--key: {exc}") from None
     except BundleError as exc:
         click.echo(f"refused: {exc}", err=True)
         sys.exit(1)
-    for line in describe(bundle):
+    for line in lines:
         click.echo(line)
     click.echo("ok")
 

@@ -1,0 +1,52 @@
+"""`handbook pack`: a bundle as one deterministic ``.tar.gz``.
+
+The same bundle always gives the same bytes, so an archive's sha256 can be published
+and checked like the bundle's own hashes: entries sorted by name (folders before their
+files), every time set to the bundle's `built_at`, owner 0/0 without names, modes 0644
+and 0755, PAX headers only where a name needs one, and a gzip header without a name
+or time. The bundle is verified before it is packed, and the archive is written to a
+temporary file and renamed into place.
+"""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import io
+import os
+import tarfile
+import time
+from pathlib import Path
+
+from handbook.bundle import Bundle, open_bundle
+from handbook.manifest import MANIFEST
+
+
+def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys: tuple[str, ...] = (),
+         allow_unsigned: bool = True) -> Bundle:
+    """Verify the bundle at `bundle_path` and write it to the archive `out`."""
+    bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
+    signed = bundle.manifest.signed
+    mtime = calendar.timegm(time.strptime(signed.built_at, "%Y-%m-%dT%H:%M:%SZ"))
+    names = sorted([MANIFEST, *signed.files])
+    folders = sorted({name.rsplit("/", 1)[0] for name in names if "/" in name})
+    target = Path(out)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name in sorted([*folders, *names], key=lambda n: (n.split("/"), n not in folders)):
+                info = tarfile.TarInfo(name)
+                info.mtime, info.uid, info.gid, info.uname, info.gname = mtime, 0, 0, "", ""
+                if name in folders:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                    continue
+                data = bundle.read(name)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return bundle

@@ -1,0 +1,153 @@
+"""`handbook release`: version, build, sign, pack, commit and tag, in a library's git
+repository, or nothing at all.
+
+Every precondition is checked before anything changes: on the release branch, a clean
+tree, a version that increases and whose tag does not exist yet, a signing key. Then
+the version is written into `mkdocs.yml` (only that line), the bundle is built
+strictly and packed; if any of that fails the file is put back as it was. Only then
+are the commit and the tag made, and pushed when asked.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from . import pipeline
+from .config import SEMVER, Config, load_config
+from .pack import pack
+
+
+class ReleaseError(Exception):
+    """A precondition failed or a step did; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    tag: str
+    archive: Path
+    commit: str
+    pushed: bool
+
+
+def next_version(current: str, part: str) -> str:
+    """`current` bumped by `part` (major, minor or patch); pre-release parts dropped."""
+    match = SEMVER.fullmatch(current)
+    if not match:
+        raise ReleaseError(f"the current version {current!r} is not a semantic version")
+    major, minor, patch = (int(g) for g in match.groups()[:3])
+    if part == "major":
+        return f"{major + 1}.0.0"
+    if part == "minor":
+        return f"{major}.{minor + 1}.0"
+    return f"{major}.{minor}.{patch + 1}" if not match.group(4) else f"{major}.{minor}.{patch}"
+
+
+def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
+    """Semantic-version precedence: a pre-release sorts before its release."""
+    match = SEMVER.fullmatch(version)
+    if not match:
+        raise ReleaseError(f"{version!r} is not a semantic version like 1.2.0")
+    major, minor, patch = (int(g) for g in match.groups()[:3])
+    pre = match.group(4)
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
+    return major, minor, patch, 0 if pre else 1, parts
+
+
+def release(config_path: Path, version: str | None, part: str | None, *, branch: str = "main", push: bool = False,
+            key_file: str | None = None, remote: str = "origin") -> Release:
+    """Run the release; raise ReleaseError (nothing changed) when it cannot."""
+    config = load_config(config_path)
+    repo = Path(_git(config_path.resolve().parent, "rev-parse", "--show-toplevel").strip())
+    current_branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    if current_branch != branch:
+        raise ReleaseError(f"on branch {current_branch!r}; releases are made from {branch!r} (git switch {branch}, or pass --branch)")
+    dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").strip()
+    if dirty:
+        raise ReleaseError(f"the working tree has uncommitted changes:\n{dirty}\ncommit or stash them first")
+    new = version or next_version(config.version, part or "patch")
+    if not SEMVER.fullmatch(new):
+        raise ReleaseError(f"{new!r} is not a semantic version like 1.2.0")
+    if version_key(new) <= version_key(config.version):
+        raise ReleaseError(f"{new} does not come after the current version {config.version}")
+    tag = f"v{new}"
+    if _git(repo, "tag", "--list", tag).strip():
+        raise ReleaseError(f"tag {tag} already exists; choose another version")
+    key, _ = pipeline.signing_key(config, key_file)
+    if key is None:
+        raise ReleaseError("no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key")
+
+    original = config_path.read_bytes()
+    try:
+        config_path.write_bytes(set_version(original, new, config_path))
+        archive = _build_and_pack(load_config(config_path), new, key)
+    except BaseException:
+        config_path.write_bytes(original)
+        raise
+    _git(repo, "add", str(config_path.resolve().relative_to(repo)))
+    _git(repo, "commit", "-m", f"Release {config.library} {new}", "--quiet")
+    _git(repo, "tag", "-a", tag, "-m", f"{config.library} {new}")
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    if push:
+        _git(repo, "push", remote, branch, tag, "--quiet")
+    return Release(new, tag, archive, commit, push)
+
+
+def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Path:
+    out = config.bundle_dir or config.config_path.parent / "build" / "bundle"
+    try:
+        built = pipeline.build(config, out, key, strict=True)
+    except pipeline.BuildError as exc:
+        found = "\n".join(str(f) for f in exc.result.findings)
+        raise ReleaseError(f"the strict build failed; nothing was committed:\n{found}") from None
+    archive = config.config_path.parent / "build" / "release" / f"{config.library}-{version}.tar.gz"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    pack(built.bundle.path, archive)
+    return archive
+
+
+def set_version(text: bytes, version: str, path: Path) -> bytes:
+    """`mkdocs.yml` with the handbook entry's version replaced on its own line; every
+    other byte stays (comments, order, quoting of the rest)."""
+    line_no = _version_line(text, path)
+    lines = text.decode("utf-8").splitlines(keepends=True)
+    line = lines[line_no]
+    replaced, count = re.subn(r"(version:\s*)(['\"]?)[^'\"#\s]+\2", lambda m: f'{m.group(1)}"{version}"', line, count=1)
+    if not count:
+        raise ReleaseError(f"{path}:{line_no + 1}: cannot find the version value to replace")
+    lines[line_no] = replaced
+    return "".join(lines).encode("utf-8")
+
+
+def _version_line(text: bytes, path: Path) -> int:
+    """The 0-based line of `version:` inside the `handbook` plugin entry."""
+    root = yaml.compose(text.decode("utf-8"), Loader=yaml.SafeLoader)  # nodes only: MkDocs' tags need no constructor
+    for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
+        if key.value != "plugins":
+            continue
+        entries = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        for entry in entries:
+            pairs = entry.value if isinstance(entry, yaml.MappingNode) else []
+            for name, options in pairs:
+                if name.value == "handbook" and isinstance(options, yaml.MappingNode):
+                    for option, option_value in options.value:
+                        if option.value == "version":
+                            return int(option_value.start_mark.line)
+    raise ReleaseError(f"{path}: no handbook.version to update")
+
+
+def _git(repo: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise ReleaseError("git is not installed") from None
+    if done.returncode != 0:
+        raise ReleaseError(f"git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+

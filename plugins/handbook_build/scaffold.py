@@ -1,0 +1,226 @@
+"""`handbook init`: a new library that passes its own check at once.
+
+It writes four things and overwrites nothing: `mkdocs.yml` with the plugin configured,
+an example doc that follows the authoring rules, a `.gitignore` that keeps build output
+and keys out of git, and a GitHub workflow that checks every push and pull request and,
+on a version tag, builds strictly, signs, packs, attaches the archive to a release and
+deploys the site to Pages.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from handbook import __version__
+
+from .config import NAME
+
+
+class ScaffoldError(Exception):
+    """The folder cannot take a new library (a file would be overwritten, a bad name)."""
+
+
+def library_name(folder: Path) -> str:
+    """A library name from a folder name: lowercase, words joined by `-`."""
+    name = re.sub(r"[^a-z0-9_.-]+", "-", folder.resolve().name.lower()).strip("-._")
+    return name or "library"
+
+
+def files(library: str, title: str) -> dict[str, str]:
+    """Relative path -> text of every file `init` writes."""
+    return {
+        "mkdocs.yml": MKDOCS.format(library=library, title=title),
+        "docs/index.md": INDEX.format(library=library, title=title),
+        "docs/guides/writing-docs.md": GUIDE.format(library=library),
+        ".gitignore": GITIGNORE,
+        ".github/workflows/handbook.yml": WORKFLOW.replace("{handbook_version}", __version__),
+    }
+
+
+def init(folder: Path, library: str | None = None, title: str | None = None) -> list[Path]:
+    """Write a new library into `folder` (created if needed); the files written."""
+    name = library or library_name(folder)
+    if not NAME.fullmatch(name):
+        raise ScaffoldError(f"{name!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts); pass --name")
+    planned = files(name, title or name.replace("-", " ").replace("_", " ").capitalize())
+    existing = [rel for rel in planned if (folder / rel).exists()]
+    if existing:
+        raise ScaffoldError(f"{folder}: {', '.join(existing)} already exist(s); init never overwrites, choose an empty folder")
+    written = []
+    for rel, text in planned.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "x", encoding="utf-8") as fh:  # "x": never replace a file that appeared meanwhile
+            fh.write(text)
+        written.append(path)
+    return written
+
+
+MKDOCS = """\
+site_name: {title}
+site_description: Knowledge for people and AI agents, built with Handbook.
+docs_dir: docs
+site_dir: build/site
+theme:
+  name: material
+  features:
+    - content.code.copy
+  palette:
+    - media: "(prefers-color-scheme: light)"
+      scheme: default
+      toggle:
+        icon: material/weather-night
+        name: Dark mode
+    - media: "(prefers-color-scheme: dark)"
+      scheme: slate
+      toggle:
+        icon: material/weather-sunny
+        name: Light mode
+markdown_extensions:
+  - admonition
+  - tables
+  - toc:
+      permalink: true
+plugins:
+  - search
+  - handbook:
+      library: {library}
+      version: 0.1.0
+      vocab:
+        kind: [guide, reference, procedure]
+"""
+
+INDEX = """\
+---
+id: {library}.overview
+title: {title}
+kind: guide
+summary: What this library covers, who maintains it and how far its docs can be trusted.
+keywords: [overview, start here]
+verified: unverified
+---
+# {title}
+
+This library collects distilled knowledge for people and AI agents. Replace this page
+with what your library covers and who maintains it.
+
+## How docs are organised
+
+Each doc is one markdown file with YAML frontmatter (`id`, `title`, `kind`,
+`summary`) and `## ` sections that an agent can read one at a time. See
+[Writing docs](guides/writing-docs.md).
+
+## How far to trust a doc
+
+Every doc says `verified: verified`, `field_tested` or `unverified`. Agents repeat
+the caveat of an unverified doc.
+"""
+
+GUIDE = """\
+---
+id: {library}.guide.writing-docs
+title: Writing docs
+kind: guide
+summary: How to add a doc to this library so that it passes the check and reads well for agents.
+keywords: [authoring, frontmatter, sections, check]
+verified: unverified
+---
+# Writing docs
+
+## Start from the frontmatter
+
+Give every doc a stable `id` (lowercase words and dots), a `title`, a `kind` from the
+vocabulary in `mkdocs.yml` and a one-sentence `summary` of at most 250 characters.
+Add `keywords` and `aliases` for the words people and agents will search for.
+
+## One topic per section
+
+Agents fetch one `## ` section at a time, so each section should stand on its own:
+name the device, the setting or the step it is about.
+
+## Check before you push
+
+```sh
+handbook check --strict
+mkdocs serve
+```
+"""
+
+GITIGNORE = """\
+# Handbook build output
+build/
+site/
+*.tar.gz
+# signing keys never go into git
+*.key
+*.pem
+.venv/
+__pycache__/
+"""
+
+WORKFLOW = """\
+# Checks every push and pull request; on a version tag (v1.2.3) builds strictly, signs
+# with the HANDBOOK_SIGNING_KEY secret, packs the bundle, attaches it to a GitHub
+# release and deploys the site to GitHub Pages.
+name: handbook
+
+on:
+  push:
+  pull_request:
+
+permissions:
+  contents: read
+
+env:
+  HANDBOOK: "handbook=={handbook_version}"
+
+jobs:
+  check:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - run: pip install "$HANDBOOK"
+      - name: Check every doc (findings become annotations)
+        run: handbook check --format github --strict
+
+  release:
+    if: startsWith(github.ref, 'refs/tags/v')
+    needs: check
+    runs-on: ubuntu-latest
+    permissions:
+      contents: write
+      pages: write
+      id-token: write
+    environment:
+      name: github-pages
+      url: ${{ steps.deploy.outputs.page_url }}
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - run: pip install "$HANDBOOK"
+      - name: Build the site and the signed bundle
+        run: |
+          export SOURCE_DATE_EPOCH="$(git log -1 --format=%ct)"
+          mkdocs build --strict
+        env:
+          HANDBOOK_SIGNING_KEY: ${{ secrets.HANDBOOK_SIGNING_KEY }}
+      - name: Pack the bundle
+        run: handbook pack build/bundle -o "bundle-${GITHUB_REF_NAME}.tar.gz"
+      - name: Attach it to a release
+        run: gh release create "$GITHUB_REF_NAME" "bundle-${GITHUB_REF_NAME}.tar.gz" --generate-notes --verify-tag
+        env:
+          GH_TOKEN: ${{ github.token }}
+      - uses: actions/upload-pages-artifact@v3
+        with:
+          path: build/site
+      - id: deploy
+        uses: actions/deploy-pages@v4
+"""
