@@ -3,6 +3,7 @@ commands work without importing any of this."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ from handbook.errors import BundleError, KeyFormatError
 from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 
 from . import pipeline
-from .config import DEFAULT_BUNDLE_DIR, Config, ConfigError, load_config
+from .config import DEFAULT_BUNDLE_DIR, EXPIRES, Config, ConfigError, load_config
 from .findings import Finding, render_github, render_json, render_text
 from .seal import PublishError
 
@@ -109,7 +110,9 @@ def check(config_path: str, fmt: str, strict: bool) -> None:
               help=f"Private key to sign with [default: ${SIGNING_KEY_ENV} (the key file's contents), "
                    "else the handbook.signing_key file].")
 @click.option("--strict", is_flag=True, help="Fail on warnings, and refuse to build unsigned.")
-def build(config_path: str, out: str | None, key_file: str | None, strict: bool) -> None:
+@click.option("--expires", metavar="90d|12h|TIME", help="Readers refuse the bundle after this (a duration after the build, "
+              "or a UTC time like 2027-01-31T00:00:00Z) [default: handbook.expires, else never].")
+def build(config_path: str, out: str | None, key_file: str | None, strict: bool, expires: str | None) -> None:
     """Check the library, then write, sign, verify and publish its bundle.
 
     Nothing is written when the check fails; a failed or interrupted build leaves the
@@ -117,6 +120,12 @@ def build(config_path: str, out: str | None, key_file: str | None, strict: bool)
     --strict is given or $CI is set: then the build refuses.
     """
     config = load_or_exit(config_path)
+    if expires is not None:
+        if not EXPIRES.fullmatch(expires):
+            raise click.BadParameter(f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z", param_hint="--expires")
+        if expires.endswith("Z") and pipeline.expiry(pipeline.build_time(), expires) <= pipeline.build_time():
+            raise click.BadParameter(f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires")
+        config = dataclasses.replace(config, expires=expires)
     key = _signing_key(config, key_file, required=strict or bool(os.environ.get("CI")))
     out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
     started = time.perf_counter()

@@ -12,8 +12,10 @@ read as opaque values here, since Handbook needs none of them.
 
 from __future__ import annotations
 
+import calendar
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +71,9 @@ class Config:
     """Where `handbook build` and `mkdocs build` publish the bundle (absolute)."""
     signing_key: Path | None = None
     """A private key file to sign with when no other key is given (absolute)."""
+    expires: str | None = None
+    """When readers must stop accepting the bundle: a UTC time, or a duration after the
+    build such as "90d" or "12h"."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -378,6 +383,17 @@ def _check_path(value: Any, key: str, errors: _Errors) -> str:
     return value
 
 
+EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)$")
+
+
+def _check_expires(value: Any, key: str, errors: _Errors) -> str:
+    if not isinstance(value, str) or not EXPIRES.fullmatch(value):
+        errors.add(key, f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)")
+    elif value.endswith("Z") and calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ")) <= time.time():
+        errors.add(key, f"{value} is in the past: readers would refuse the bundle; give a later time or a duration")
+    return str(value)
+
+
 def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of glob patterns")
@@ -397,4 +413,5 @@ _CHECKS: dict[str, Callable[[Any, str, _Errors], Any]] = {
     "list_fields": _check_field_names,
     "bundle_dir": _check_path,
     "signing_key": _check_path,
+    "expires": _check_expires,
 }

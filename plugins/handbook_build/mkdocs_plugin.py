@@ -66,6 +66,7 @@ class HandbookConfig(base.Config):
     list_fields = c.Optional(c.Type(list))
     bundle_dir = c.Type(str, default=DEFAULT_BUNDLE_DIR)
     signing_key = c.Optional(c.Type(str))
+    expires = c.Optional(c.Type(str))
 
 
 class HandbookPlugin(BasePlugin[HandbookConfig]):

@@ -3,9 +3,11 @@ plugin both call `check`, so they can never disagree about a library."""
 
 from __future__ import annotations
 
+import calendar
 import gc
 import multiprocessing
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -101,8 +103,23 @@ def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, 
         raise BuildError(result)
     built_at = build_time()
     emit(result.docs, config, built_at, writer, index)
-    writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key)
+    expires = expiry(built_at, config.expires) if config.expires else None
+    writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key, expires=expires)
     return result.findings
+
+
+_DURATION = re.compile(r"^([1-9][0-9]{0,5})([dh])$")
+
+
+def expiry(built_at: str, value: str) -> str:
+    """The manifest's `expires`: `value` is a time (2027-01-31T00:00:00Z) or a duration
+    after `built_at` ("90d", "12h")."""
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        return value  # a time, checked when the configuration was read
+    seconds = int(match.group(1)) * (86_400 if match.group(2) == "d" else 3_600)
+    start = calendar.timegm(time.strptime(built_at, "%Y-%m-%dT%H:%M:%SZ"))
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + seconds))
 
 
 def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) -> tuple[Ed25519PrivateKey | None, str]:

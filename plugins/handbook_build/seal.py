@@ -114,7 +114,7 @@ def publish(writer: BundleWriter, out: Path, key: Ed25519PrivateKey | None) -> B
     versions, tmp = versions_dir(out), writer.root
     try:
         keys = [public_key_of(key)] if key is not None else []
-        bundle = open_bundle(tmp, keys, allow_unsigned=key is None)
+        bundle = open_bundle(tmp, keys, allow_unsigned=key is None, check_expires=False)  # readers check expiry
         manifest_sha = hashlib.sha256((tmp / MANIFEST).read_bytes()).hexdigest()
         final = versions / manifest_sha[:16]
         if final.exists():

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from .errors import (
     BundleError,
+    DownloadError,
+    ExpiredError,
     FormatError,
     HandbookError,
     HashMismatchError,
     KeyFormatError,
+    LibraryMismatchError,
     MissingFileError,
+    RollbackError,
     SignatureError,
     UnlistedFileError,
 )
@@ -23,12 +27,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BundleError",
+    "DownloadError",
+    "ExpiredError",
     "FormatError",
     "HandbookError",
     "HashMismatchError",
     "KeyFormatError",
     "Library",
+    "LibraryMismatchError",
     "MissingFileError",
+    "RollbackError",
     "SignatureError",
     "UnlistedFileError",
     "__version__",

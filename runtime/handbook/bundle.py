@@ -14,18 +14,26 @@ the bundle is refused, not followed.
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import os
 import stat
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .catalog import CATALOG, Catalog
-from .errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
+from .errors import (
+    ExpiredError,
+    FormatError,
+    HashMismatchError,
+    MissingFileError,
+    UnlistedFileError,
+)
 from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest
 from .signing import PublicKey, trusted_keys, verify
 
@@ -103,6 +111,7 @@ def open_bundle(
     allow_unsigned: bool = False,
     threshold: int = 1,
     hash_all: bool = True,
+    check_expires: bool = True,
 ) -> Bundle:
     """Verify the bundle at `path` and return it; raise a `BundleError` subclass naming
     the cause otherwise. Trusted keys come from `keys` and $HANDBOOK_TRUSTED_KEYS.
@@ -124,6 +133,8 @@ def open_bundle(
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
         signed_by = verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
+    if check_expires:
+        check_expiry(manifest)
     _check_tree(tree, manifest, sizes=hash_all)
     bundle = Bundle(tree, manifest, signed_by, manifest_bytes)
     if hash_all:
@@ -131,6 +142,17 @@ def open_bundle(
             _hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
     return bundle
+
+
+def check_expiry(manifest: Manifest, now: float | None = None) -> None:
+    """Refuse a manifest whose signed `expires` time has passed: a mirror that keeps
+    serving an old bundle cannot freeze its readers on it forever."""
+    expires = manifest.signed.expires
+    if expires is None:
+        return
+    deadline = calendar.timegm(time.strptime(expires, "%Y-%m-%dT%H:%M:%SZ"))
+    if (time.time() if now is None else now) >= deadline:
+        raise ExpiredError(f"{MANIFEST}: expired at {expires}; fetch a newer bundle (the build sets expires)")
 
 
 class Tree:

@@ -9,7 +9,11 @@
         ├── SignatureError      no valid signature by enough trusted keys
         ├── HashMismatchError   a file's size or sha256 differs from the manifest
         ├── MissingFileError    a file the manifest lists is absent
-        └── UnlistedFileError   a file the manifest does not list is present
+        ├── UnlistedFileError   a file the manifest does not list is present
+        ├── ExpiredError        the signed manifest's `expires` time has passed
+        ├── RollbackError       older than (or differing at) the version already accepted
+        ├── LibraryMismatchError signed for another library than the one expected
+        └── DownloadError       a remote bundle could not be fetched within its limits
 
 Messages name the file, what was observed and what was expected, so an operator can
 act on them; the CLI maps every `BundleError` to exit 1.
@@ -48,3 +52,20 @@ class MissingFileError(BundleError):
 
 class UnlistedFileError(BundleError):
     """A file exists in the bundle that the manifest does not list."""
+
+
+class ExpiredError(BundleError):
+    """The manifest carries `expires` and that time has passed (a frozen mirror)."""
+
+
+class RollbackError(BundleError):
+    """The version is lower than the highest already accepted for this library and these
+    keys, or the same version with different bytes."""
+
+
+class LibraryMismatchError(BundleError):
+    """The bundle is validly signed, but for another library than the one asked for."""
+
+
+class DownloadError(BundleError):
+    """A remote file was larger than listed, too slow, stalled or unreachable."""

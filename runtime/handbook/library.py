@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
-from .errors import BundleError
+from .errors import BundleError, LibraryMismatchError
 from .query import QueryError, parse
 from .search import SEARCH, Hit, SearchIndex
 from .signing import PublicKey
@@ -124,13 +124,35 @@ class Library:
         allow_unsigned: bool = False,
         threshold: int = 1,
         max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+        expect_library: str | None = None,
+        allow_rollback: bool = False,
+        cache_dir: str | os.PathLike[str] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
     ) -> Library:
-        """Verify and load the bundle at `path`; raises a `BundleError` subclass naming the
-        cause when it is refused. Keys also come from $HANDBOOK_TRUSTED_KEYS."""
+        """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
+        bundle folder); raises a `BundleError` subclass naming the cause when it is
+        refused. Keys also come from $HANDBOOK_TRUSTED_KEYS.
+
+        For a URL (see `handbook.remote`): `expect_library` pins the library name the
+        signature must cover, `allow_rollback` accepts a version below the highest already
+        accepted, `cache_dir` and `state_dir` place the download cache and the version
+        high-water file, and `timeout` bounds each whole download (seconds)."""
         keys = list(trusted_keys)
 
         def opener(hash_all: bool = True) -> Bundle:
-            return open_bundle(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=hash_all)
+            location: str | os.PathLike[str] = path
+            if isinstance(path, str) and path.startswith(("http://", "https://")):
+                from . import remote  # urllib is not needed, nor imported, for local bundles
+
+                location = remote.fetch(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, expect_library=expect_library,
+                                        allow_rollback=allow_rollback, cache_dir=cache_dir, state_dir=state_dir,
+                                        timeout=timeout if timeout is not None else remote.DEFAULT_TIMEOUT)
+                hash_all = False  # fetch has just hashed every byte
+            bundle = open_bundle(location, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=hash_all)
+            if expect_library is not None and bundle.manifest.signed.library != expect_library:
+                raise LibraryMismatchError(f"{path}: signed for library {bundle.manifest.signed.library!r}, not {expect_library!r}")
+            return bundle
 
         return cls(_load(opener(hash_all=False)), os.fspath(path), opener, max(1000, int(max_response_chars)))
 
