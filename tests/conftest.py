@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,17 @@ def make_library(tmp_path: Path) -> MakeLibrary:
         return root / "mkdocs.yml"
 
     return make
+
+
+@contextmanager
+def loopback_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded stdlib HTTP server on a free loopback port; yields its base URL."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -10,15 +10,14 @@ import dataclasses
 import hashlib
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, loopback_server
 
 from handbook import (
     DownloadError,
@@ -125,16 +124,8 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server(bundles: dict[str, dict[str, bytes]]) -> Iterator[str]:
-    handler = type("BundleHandler", (Handler,), {"bundles": bundles})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with loopback_server(type("BundleHandler", (Handler,), {"bundles": bundles})) as url:
+        yield url
 
 
 @pytest.fixture
