@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import json
 import math
 import re
@@ -217,7 +218,7 @@ class SearchIndex:
     def expand(self, clause: Clause) -> list[int]:
         """Term numbers a clause matches: exact, wildcard or within its edit distance."""
         if clause.edit_distance:
-            return list(_fuzzy(self.terms, clause.term, clause.edit_distance))[:MAX_EXPANSIONS]
+            return list(itertools.islice(_fuzzy(self.terms, clause.term, clause.edit_distance), MAX_EXPANSIONS))
         if clause.wildcard:
             terms = self.terms
             prefix = clause.term.split("*", 1)[0]
@@ -342,9 +343,13 @@ def _accumulate(totals: dict[int, float], keys: Iterable[int], values: Iterable[
 def _fuzzy(terms: list[str], word: str, distance: int) -> Iterator[int]:
     """Terms within `distance` edits (insertions, deletions, substitutions and adjacent
     transpositions, as lunr counts them), walking the sorted list as an implicit trie:
-    a prefix whose best possible distance already exceeds the limit is skipped whole."""
+    a prefix whose best possible distance already exceeds the limit is skipped whole.
+    Only the band of cells within `distance` of the diagonal is computed (the others
+    exceed it by construction) and values are capped at `distance` + 1, so a row costs
+    the same for a 4-letter word and a 50-letter one."""
     n = len(word)
-    rows: list[list[int]] = [list(range(n + 1))]  # rows[k]: distances after k chars of the term
+    cap = distance + 1
+    rows: list[list[int]] = [[min(j, cap) for j in range(n + 1)]]  # rows[k]: distances after k chars of the term
     previous = ""
     i = 0
     while i < len(terms):
@@ -358,15 +363,16 @@ def _fuzzy(terms: list[str], word: str, distance: int) -> Iterator[int]:
         for k in range(common, len(term)):
             ch = term[k]
             above = rows[k]
-            row = [above[0] + 1]
-            for j in range(1, n + 1):
-                cost = 0 if word[j - 1] == ch else 1
-                value = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + cost)
+            row = [cap] * (n + 1)
+            row[0] = min(k + 1, cap)
+            lo, hi = max(1, k + 1 - distance), min(n, k + 1 + distance)
+            for j in range(lo, hi + 1):
+                value = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + (word[j - 1] != ch))
                 if k >= 1 and j >= 2 and ch == word[j - 2] and term[k - 1] == word[j - 1]:
                     value = min(value, rows[k - 1][j - 2] + 1)
-                row.append(value)
+                row[j] = value if value < cap else cap
             rows.append(row)
-            if min(row) > distance:
+            if row[0] > distance and (lo > hi or min(row[lo : hi + 1]) > distance):
                 pruned_at = k
                 break
         previous = term
