@@ -95,6 +95,7 @@ def _contract(old: Catalog, new: Catalog) -> dict[str, Any]:
     added: dict[str, list[str]] = {}
     for field in sorted(old_vocab.keys() | new_vocab.keys()):
         if field not in new_vocab:  # no vocabulary any more: every value allowed
+            added[field] = ["any value (the vocabulary was dropped)"]
             continue
         if field not in old_vocab:  # a new vocabulary restricts what was free
             removed[field] = ["any value outside " + ", ".join(new_vocab[field])]

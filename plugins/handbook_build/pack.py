@@ -29,7 +29,7 @@ def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys:
     signed = bundle.manifest.signed
     mtime = calendar.timegm(time.strptime(signed.built_at, "%Y-%m-%dT%H:%M:%SZ"))
     names = sorted([MANIFEST, *signed.files])
-    folders = sorted({name.rsplit("/", 1)[0] for name in names if "/" in name})
+    folders = sorted({"/".join(name.split("/")[:depth]) for name in names for depth in range(1, name.count("/") + 1)})
     target = Path(out)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:

@@ -10,7 +10,7 @@ are the commit and the tag made, and pushed when asked.
 
 from __future__ import annotations
 
-import re
+import contextlib
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,21 +82,37 @@ def release(config_path: Path, version: str | None, part: str | None, *, branch:
     key, _ = pipeline.signing_key(config, key_file)
     if key is None:
         raise ReleaseError("no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key")
+    if push:
+        _git(repo, "remote", "get-url", remote)  # a missing remote is found before anything changes
 
     original = config_path.read_bytes()
+    start = _git(repo, "rev-parse", "HEAD").strip()
+    relative = str(config_path.resolve().relative_to(repo))
     try:
         config_path.write_bytes(set_version(original, new, config_path))
         archive = _build_and_pack(load_config(config_path), new, key)
+        _git(repo, "add", relative)
+        _git(repo, "commit", "-m", f"Release {config.library} {new}", "--quiet")
+        _git(repo, "tag", "-a", tag, "-m", f"{config.library} {new}")
     except BaseException:
-        config_path.write_bytes(original)
+        _undo(repo, start, tag, relative, config_path, original)
         raise
-    _git(repo, "add", str(config_path.resolve().relative_to(repo)))
-    _git(repo, "commit", "-m", f"Release {config.library} {new}", "--quiet")
-    _git(repo, "tag", "-a", tag, "-m", f"{config.library} {new}")
     commit = _git(repo, "rev-parse", "HEAD").strip()
     if push:
-        _git(repo, "push", remote, branch, tag, "--quiet")
+        try:
+            _git(repo, "push", remote, branch, tag, "--quiet")
+        except ReleaseError as exc:
+            raise ReleaseError(f"released {tag} locally (commit {commit[:12]}), but the push failed: {exc}; "
+                               f"push it with: git push {remote} {branch} {tag}") from None
     return Release(new, tag, archive, commit, push)
+
+
+def _undo(repo: Path, start: str, tag: str, relative: str, config_path: Path, original: bytes) -> None:
+    """Back to where the release started: no tag, HEAD at `start`, mkdocs.yml as it was."""
+    for args in (("tag", "-d", tag), ("reset", "--quiet", start), ("reset", "--quiet", "--", relative)):
+        with contextlib.suppress(ReleaseError):  # the step had not happened
+            _git(repo, *args)
+    config_path.write_bytes(original)
 
 
 def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Path:
@@ -115,18 +131,14 @@ def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Pat
 def set_version(text: bytes, version: str, path: Path) -> bytes:
     """`mkdocs.yml` with the handbook entry's version replaced on its own line; every
     other byte stays (comments, order, quoting of the rest)."""
-    line_no = _version_line(text, path)
-    lines = text.decode("utf-8").splitlines(keepends=True)
-    line = lines[line_no]
-    replaced, count = re.subn(r"(version:\s*)(['\"]?)[^'\"#\s]+\2", lambda m: f'{m.group(1)}"{version}"', line, count=1)
-    if not count:
-        raise ReleaseError(f"{path}:{line_no + 1}: cannot find the version value to replace")
-    lines[line_no] = replaced
-    return "".join(lines).encode("utf-8")
+    node = _version_node(text, path)
+    source = text.decode("utf-8")
+    start, end = node.start_mark.index, node.end_mark.index  # the value's exact span, block or flow style
+    return (source[:start] + f'"{version}"' + source[end:]).encode("utf-8")
 
 
-def _version_line(text: bytes, path: Path) -> int:
-    """The 0-based line of `version:` inside the `handbook` plugin entry."""
+def _version_node(text: bytes, path: Path) -> yaml.Node:
+    """The value node of `version:` inside the `handbook` plugin entry."""
     root = yaml.compose(text.decode("utf-8"), Loader=yaml.SafeLoader)  # nodes only: MkDocs' tags need no constructor
     for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
         if key.value != "plugins":
@@ -137,8 +149,8 @@ def _version_line(text: bytes, path: Path) -> int:
             for name, options in pairs:
                 if name.value == "handbook" and isinstance(options, yaml.MappingNode):
                     for option, option_value in options.value:
-                        if option.value == "version":
-                            return int(option_value.start_mark.line)
+                        if option.value == "version" and isinstance(option_value, yaml.ScalarNode):
+                            return option_value
     raise ReleaseError(f"{path}: no handbook.version to update")
 
 

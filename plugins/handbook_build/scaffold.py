@@ -9,6 +9,7 @@ deploys the site to Pages.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -30,8 +31,8 @@ def library_name(folder: Path) -> str:
 def files(library: str, title: str) -> dict[str, str]:
     """Relative path -> text of every file `init` writes."""
     return {
-        "mkdocs.yml": MKDOCS.format(library=library, title=title),
-        "docs/index.md": INDEX.format(library=library, title=title),
+        "mkdocs.yml": MKDOCS.format(library=library, title=json.dumps(title)),  # a JSON string is a YAML string
+        "docs/index.md": INDEX.format(library=library, title=json.dumps(title), heading=title),
         "docs/guides/writing-docs.md": GUIDE.format(library=library),
         ".gitignore": GITIGNORE,
         ".github/workflows/handbook.yml": WORKFLOW.replace("{handbook_version}", __version__),
@@ -100,7 +101,7 @@ summary: What this library covers, who maintains it and how far its docs can be 
 keywords: [overview, start here]
 verified: unverified
 ---
-# {title}
+# {heading}
 
 This library collects distilled knowledge for people and AI agents. Replace this page
 with what your library covers and who maintains it.

@@ -62,6 +62,7 @@ def _check(members: list[tarfile.TarInfo], shown: str) -> None:
         raise FormatError(f"{shown}: {len(members):,} entries, over the {MAX_MEMBERS:,} a bundle may have")
     total = 0
     seen: set[str] = set()
+    files = {m.name.casefold() for m in members if m.isfile()}
     for member in members:
         name = member.name.rstrip("/") if member.isdir() else member.name
         if not (member.isfile() or member.isdir()):
@@ -70,12 +71,20 @@ def _check(members: list[tarfile.TarInfo], shown: str) -> None:
         if problem:
             raise FormatError(f"{shown}: entry {member.name!r} {problem}")
         folded = name.casefold()
+        parent = next((p for p in _ancestors(folded) if p in files), None)
+        if parent is not None:
+            raise FormatError(f"{shown}: {member.name} is inside {parent}, which is a file in the same archive")
         if folded in seen:
             raise FormatError(f"{shown}: {member.name} appears twice in the archive")
         seen.add(folded)
         total += member.size
         if total > MAX_TOTAL_BYTES:
             raise FormatError(f"{shown}: more than {MAX_TOTAL_BYTES:,} bytes unpacked")
+
+
+def _ancestors(name: str) -> list[str]:
+    parts = name.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 @contextmanager
