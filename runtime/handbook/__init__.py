@@ -22,6 +22,7 @@ from .errors import (
     UnlistedFileError,
 )
 from .library import Library
+from .shelf import Shelf
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,7 @@ __all__ = [
     "LibraryMismatchError",
     "MissingFileError",
     "RollbackError",
+    "Shelf",
     "SignatureError",
     "UnlistedFileError",
     "__version__",

@@ -116,12 +116,7 @@ def verify(path: str | None, bundle_path: str, keys: tuple[str, ...], allow_unsi
 def list_docs(query: str | None, filters: tuple[str, ...], limit: int, bundle_path: str, keys: tuple[str, ...],
               allow_unsigned: bool, as_json: bool) -> None:
     """List the library's docs, optionally filtered and ranked by a query."""
-    parsed = {}
-    for item in filters:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{item!r} is not FIELD=VALUE", param_hint="--filter")
-        parsed[name.strip()] = value.strip()
+    parsed = _pairs(filters, "--filter")
     answer = _library(bundle_path, keys, allow_unsigned).list(query=query, limit=limit, **parsed)
     _print(answer, as_json, render.doc_list)
 
@@ -148,6 +143,50 @@ def search(query: str, limit: int, bundle_path: str, keys: tuple[str, ...], allo
     """Search every section's text (lunr query syntax: +must -not word~1 pre*)."""
     answer = _library(bundle_path, keys, allow_unsigned).search(query, limit=limit)
     _print(answer, as_json, render.hits)
+
+
+@main.command()
+@click.option("--query", "-q", help="Select and rank docs by this query.")
+@click.option("--id", "ids", multiple=True, metavar="ID", help="A doc id or library:id to read (repeatable; kept in this order).")
+@click.option("--revision", "revisions", multiple=True, metavar="ID=REVISION", help="Insist on this exact revision of a doc (repeatable).")
+@click.option("--filter", "-f", "filters", multiple=True, metavar="FIELD=VALUE", help="Only docs whose FIELD is VALUE (repeatable).")
+@click.option("--limit", "-n", type=int, default=10, show_default=True, help="Most docs to return.")
+@click.option("--max-bytes", type=int, default=32_000, show_default=True, help="Budget for the returned content, in UTF-8 bytes.")
+@bundle_options
+@json_option
+def collect(query: str | None, ids: tuple[str, ...], revisions: tuple[str, ...], filters: tuple[str, ...], limit: int, max_bytes: int,
+            bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool, as_json: bool) -> None:
+    """Read several docs at once within a byte budget; every doc left out is listed
+    with the reason."""
+    answer = _library(bundle_path, keys, allow_unsigned).collect(
+        query=query, ids=list(ids) or None, revisions=_pairs(revisions, "--revision") or None, limit=limit, max_bytes=max_bytes,
+        **_pairs(filters, "--filter"))
+    _print(answer, as_json, render.collected)
+
+
+@main.command()
+@click.argument("question")
+@click.option("--limit", "-n", type=int, default=3, show_default=True, help="Most passages to quote.")
+@bundle_options
+@json_option
+def ask(question: str, limit: int, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool, as_json: bool) -> None:
+    """Answer a question by quoting the library (grounded), or say it cannot
+    (insufficient). Never generated text."""
+    answer = _library(bundle_path, keys, allow_unsigned).ask(question, limit=limit)
+    _print(answer, as_json, render.answer)
+    if answer.get("evidence_state") != "grounded":
+        sys.exit(1)
+
+
+def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
+    form = "FIELD=VALUE" if option == "--filter" else "ID=REVISION"
+    parsed = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{item!r} is not {form}", param_hint=option)
+        parsed[name.strip()] = value.strip()
+    return parsed
 
 
 @main.command()

@@ -174,7 +174,8 @@ class _BearerToken:
         await self.app(scope, receive, send)
 
 
-ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit"), "get": ("id", "doc_id", "section", "offset")}
+ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit"), "get": ("id", "doc_id", "section", "offset", "revision"),
+                   "ask": ("question", "limit")}
 """The parameters each endpoint takes; `list` also takes any frontmatter field as a filter."""
 
 
@@ -193,9 +194,16 @@ def _call(library: Library, name: str, params: Mapping[str, str]) -> dict[str, A
         return library.search(params.get("query", ""), limit=_number(params.get("limit"), 10))
     if name == "get":
         doc_id = params.get("id", params.get("doc_id", ""))
-        return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0))
+        return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0), revision=params.get("revision"))
     if name == "list":
         return library.list(query=params.pop("query", None), limit=_number(params.pop("limit", None), 20), **params)
+    if name == "ask":
+        return library.ask(params.get("question", ""), limit=_number(params.get("limit"), 3))
+    if name == "collect":
+        ids = [i for i in params.pop("ids").split(",") if i.strip()] if "ids" in params else None
+        pairs = [p.partition("=") for p in params.pop("revisions", "").split(",") if p.strip()]
+        return library.collect(query=params.pop("query", None), ids=ids, revisions={k.strip(): v.strip() for k, _, v in pairs} or None,
+                               limit=_number(params.pop("limit", None), 10), max_bytes=_number(params.pop("max_bytes", None), 32_000), **params)
     return None
 
 
@@ -247,12 +255,18 @@ def openapi(library: Library) -> dict[str, Any]:
     signed = library.bundle.manifest.signed
     paths: dict[str, Any] = {}
     for endpoint, tool, rename in (("list", "knowledge_list", {}), ("get", "knowledge_get", {"doc_id": "id"}),
-                                   ("search", "knowledge_search", {})):
+                                   ("search", "knowledge_search", {}), ("collect", "knowledge_collect", {}),
+                                   ("ask", "knowledge_ask", {})):
+        if tool not in tools:  # a bundle built before the tool existed
+            continue
         definition = tools[tool]
         schema = definition["inputSchema"]
         parameters = []
         for prop, prop_schema in schema["properties"].items():
             nullable = "null" in (prop_schema.get("type") or [])
+            if "array" in (prop_schema.get("type") or []):  # lists travel comma-separated in a query string
+                described = "comma-separated ids" if prop == "ids" else "comma-separated id=revision pairs"
+                prop_schema = {"type": "string", "description": f"{prop_schema.get('description', '')} In the query string: {described}."}
             parameters.append({
                 "name": rename.get(prop, prop),
                 "in": "query",
@@ -263,6 +277,9 @@ def openapi(library: Library) -> dict[str, Any]:
         if endpoint == "get":
             parameters.append({"name": "offset", "in": "query", "required": False, "description": "Continue a long doc from a next_offset.",
                                "schema": {"type": "integer", "minimum": 0}})
+            parameters.append({"name": "revision", "in": "query", "required": False,
+                               "description": "Serve only this exact revision; a changed doc answers 404 unavailable_revision.",
+                               "schema": {"type": "string"}})
         paths[f"{API}/{endpoint}"] = {"get": {
             "operationId": tool,
             "summary": definition.get("title", tool),

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
+from .collect import DEFAULT_ASK_SOURCES, DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, ask, collect
 from .errors import BundleError, LibraryMismatchError
 from .query import QueryError, parse
 from .search import SEARCH, Hit, SearchIndex
@@ -157,6 +158,48 @@ class Library:
         return cls(_load(opener(hash_all=False)), os.fspath(path), opener, max(1000, int(max_response_chars)))
 
     @property
+    def name(self) -> str:
+        """The library's name, as signed."""
+        return self._state.bundle.manifest.signed.library
+
+    @property
+    def version(self) -> str:
+        return self._state.bundle.manifest.signed.version
+
+    @property
+    def search_index(self) -> SearchIndex:
+        return self._state.search
+
+    def doc(self, doc_id: str) -> DocEntry | None:
+        """The catalog entry of `doc_id`, or None."""
+        state = self._state
+        index = self._index_of(state).get(doc_id)
+        return None if index is None else state.catalog_docs[index]
+
+    def suggest(self, doc_id: str) -> builtins.list[str]:
+        """Ids close to `doc_id` (similarity, substrings, aliases)."""
+        return builtins.list(self._unknown_id(self._state, doc_id)["suggestions"])
+
+    def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
+        """Whether `doc` passes every filter, as `list` applies them."""
+        return all(_matches(_field(doc, k), v) for k, v in filters.items())
+
+    def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
+        """The stemmed words of one section (or of a doc's overview when `anchor` is
+        empty), as `ask` compares them with a question."""
+        doc = self.doc(doc_id)
+        if doc is None:
+            return frozenset()
+        content = self._state.bundle.read(doc.content)
+        section = next((s for s in doc.sections if s.anchor == anchor), None) if anchor else None
+        if section is not None:  # what the section's entry indexes: its text, and the doc's title
+            text = doc.title + "\n" + content[section.start : section.end].decode("utf-8", "replace")
+        else:  # the doc's own entry: title, keywords, aliases, summary and overview
+            overview = content[: doc.sections[0].start] if doc.sections else content
+            text = "\n".join([doc.title, *doc.keywords, *doc.aliases, doc.summary, overview.decode("utf-8", "replace")])
+        return frozenset(stem(w.lower()) for w in _WORD.findall(text))
+
+    @property
     def bundle(self) -> Bundle:
         """The verified bundle being served; a reload replaces it. Transports read its
         files (catalog, tools.json, content) from here, never from the disk."""
@@ -267,16 +310,25 @@ class Library:
     # -- get ----------------------------------------------------------------------------------
 
     @_never_raise
-    def get(self, doc_id: str, section: str | None = None, offset: int = 0) -> dict[str, Any]:
+    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None) -> dict[str, Any]:
         """One doc as markdown with its metadata and sections, or one section of it.
-        Content beyond the response budget is cut; `next_offset` fetches the rest."""
+        Content beyond the response budget is cut; `next_offset` fetches the rest. With
+        `revision`, only that exact revision is served: a doc that changed since is
+        refused (`unavailable_revision`), never replaced by its new bytes."""
         state = self._state
         if not isinstance(doc_id, str) or not doc_id.strip():
             return {"found": False, "error": "doc_id must be a doc id string, as listed by list()"}
-        index = self._index_of(state).get(doc_id.strip())
+        wanted = doc_id.strip()
+        if wanted.startswith(f"{self.name}:"):
+            wanted = wanted[len(self.name) + 1 :]  # a qualified ref of this library
+        index = self._index_of(state).get(wanted)
         if index is None:
             return self._unknown_id(state, doc_id)
         doc = state.catalog_docs[index]
+        if revision is not None and revision != doc.revision:
+            return {"found": False, "id": doc.id, "code": "unavailable_revision", "revision": doc.revision,
+                    "error": f"doc {doc.id} is now at revision {doc.revision}, not {_clip(str(revision), 80)}; the old bytes are not available",
+                    "hint": "Fetch the current revision without `revision`, or ask the library's owner for the old version's bundle."}
         content = state.bundle.read(doc.content)
         sections = [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
         out: dict[str, Any] = {
@@ -401,28 +453,49 @@ class Library:
         window = " ".join(text[start : start + EXCERPT_CHARS].split())
         return ("…" if start else "") + window + ("…" if start + EXCERPT_CHARS < len(text) else "")
 
+    # -- collect and ask -------------------------------------------------------------------
+
+    @_never_raise
+    def collect(self, query: str | None = None, ids: Sequence[str] | None = None, revisions: Mapping[str, str] | None = None,
+                limit: int = DEFAULT_COLLECT_LIMIT, max_bytes: int = DEFAULT_COLLECT_BYTES, **filters: Any) -> dict[str, Any]:
+        """Several docs in one call within a byte budget, every omission explained
+        (see `handbook.collect`)."""
+        return collect([self], query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes, **filters)
+
+    @_never_raise
+    def ask(self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None) -> dict[str, Any]:
+        """A grounded answer quoting the library's passages, or `insufficient` (see
+        `handbook.collect.ask`). Never generated text."""
+        return ask([self], question, limit=limit, correlation_id=correlation_id)
+
     # -- shared -------------------------------------------------------------------------------
 
     def _bounded_list(self, items: Sequence[dict[str, Any]], limit: int, key: str, hint: str, total: int | None = None) -> dict[str, Any]:
-        """The first `limit` items that fit the response budget."""
-        count = len(items) if total is None else total
-        kept: builtins.list[dict[str, Any]] = []
-        out: dict[str, Any] = {"count": count, key: kept}
-        used = len(json.dumps(out, ensure_ascii=False)) + len(hint) + 200
-        for item in items[:limit]:
-            size = len(json.dumps(item, ensure_ascii=False)) + 1
-            if used + size > self.max_response_chars:
-                out["truncated"] = True
-                hint = (hint + " " if hint else "") + f"Only {len(kept)} of {min(count, limit)} fit in one answer; narrow the query or filters, or lower limit."
-                break
-            kept.append(item)
-            used += size
-        else:
-            out["truncated"] = False
-        out["returned"] = len(kept)
-        if hint:
-            out["hint"] = hint
-        return out
+        return bounded_list(items, limit, key, hint, self.max_response_chars, total)
+
+
+def bounded_list(items: Sequence[dict[str, Any]], limit: int, key: str, hint: str, max_chars: int,
+                 total: int | None = None) -> dict[str, Any]:
+    """`{count, <key>: the first `limit` items that fit in `max_chars` of JSON, returned,
+    truncated, hint}`."""
+    count = len(items) if total is None else total
+    kept: builtins.list[dict[str, Any]] = []
+    out: dict[str, Any] = {"count": count, key: kept}
+    used = len(json.dumps(out, ensure_ascii=False)) + len(hint) + 200
+    for item in items[:limit]:
+        size = len(json.dumps(item, ensure_ascii=False)) + 1
+        if used + size > max_chars:
+            out["truncated"] = True
+            hint = (hint + " " if hint else "") + f"Only {len(kept)} of {min(count, limit)} fit in one answer; narrow the query or filters, or lower limit."
+            break
+        kept.append(item)
+        used += size
+    else:
+        out["truncated"] = False
+    out["returned"] = len(kept)
+    if hint:
+        out["hint"] = hint
+    return out
 
 
 def _fit(text: str, budget: int) -> int:

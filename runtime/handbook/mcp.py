@@ -49,6 +49,12 @@ def _call(library: Library, name: str, arguments: dict[str, Any]) -> dict[str, A
         return library.list(**given)
     if name == "knowledge_get":
         return library.get(**given)
+    if name == "knowledge_collect":
+        if "revisions" in given:  # a list of {id, revision} in the schema (strict mode has no free maps)
+            given["revisions"] = {r["id"]: r["revision"] for r in given["revisions"]}
+        return library.collect(**given)
+    if name == "knowledge_ask":
+        return library.ask(**given)
     return library.search(**given)
 
 

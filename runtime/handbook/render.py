@@ -103,3 +103,37 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+def collected(answer: dict[str, Any]) -> None:
+    """`collect`: each doc (or its matched sections) rendered, then what was left out."""
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+
+    if _error(answer):
+        return
+    out, _ = _consoles()
+    for item in answer["items"]:
+        part = "" if item.get("whole", True) else f" (sections: {', '.join(item.get('sections', []))})"
+        out.print(Rule(f"{item['title']}{part}", align="left"))
+        out.print(f"{item['ref']} · revision {item['revision'][:12]}", style="dim", highlight=False, markup=False)
+        out.print(Markdown(item["content"]))
+    for omission in answer["omissions"]:
+        out.print(f"left out {omission.get('id')}: {omission['reason']}" + (f" ({omission['detail']})" if omission.get("detail") else ""),
+                  style="dim", highlight=False, markup=False)
+    out.print(f"{len(answer['items'])} docs, {answer['bytes_used']:,} of {answer['budget']:,} bytes"
+              + ("; nothing matched" if answer.get("no_match") else ""), style="dim", highlight=False)
+
+
+def answer(answer: dict[str, Any]) -> None:
+    """`ask`: the evidence state, the quoted answer and its sources."""
+    if answer.get("error"):
+        _error(answer)
+        return
+    out, _ = _consoles()
+    colour = {"grounded": "green", "insufficient": "yellow"}.get(answer["evidence_state"], "red")
+    out.print(f"[bold {colour}]{answer['evidence_state']}[/]", highlight=False)
+    out.print(answer["answer"], highlight=False, markup=False)
+    for source in answer["sources"]:
+        where = source["document_id"] + (f"#{source['anchor']}" if source.get("anchor") else "")
+        out.print(f"  source: {where} (version {source.get('version')})", style="dim", highlight=False, markup=False)

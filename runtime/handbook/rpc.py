@@ -18,10 +18,15 @@ from typing import Any
 
 from .library import Library
 
-DEFAULT_TOPICS: Mapping[str, str] = {"list": "knowledge.list", "get": "knowledge.get", "search": "knowledge.search"}
+DEFAULT_TOPICS: Mapping[str, str] = {
+    "list": "knowledge.list", "get": "knowledge.get", "search": "knowledge.search",
+    "collect": "knowledge.collect", "ask": "knowledge.ask",
+}
 """Handler name -> topic. The handlers take the library methods' arguments:
 ``list(query=None, limit=20, **filters)``, ``get(doc_id, section=None, offset=0)``,
-``search(query, limit=10)``, and return their JSON-serializable dicts."""
+``search(query, limit=10)``, ``collect(query=None, ids=None, revisions=None, limit=10,
+max_bytes=32000, **filters)``, ``ask(question, limit=3)``, and return their
+JSON-serializable dicts."""
 
 Register = Callable[[str, Callable[..., dict[str, Any]]], Any]
 Report = Callable[[str], Any]
@@ -29,7 +34,7 @@ Report = Callable[[str], Any]
 
 def handlers(library: Library) -> dict[str, Callable[..., dict[str, Any]]]:
     """The handlers by name. They call the library's methods, which never raise."""
-    return {"list": library.list, "get": library.get, "search": library.search}
+    return {"list": library.list, "get": library.get, "search": library.search, "collect": library.collect, "ask": library.ask}
 
 
 def register_tools(

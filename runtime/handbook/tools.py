@@ -14,7 +14,7 @@ from typing import Any
 from .catalog import Catalog
 
 MAX_ENUM = 50
-TOOL_NAMES = ("knowledge_list", "knowledge_get", "knowledge_search")
+TOOL_NAMES = ("knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask")
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"], "minimum": 1, "maximum": 100}
@@ -153,6 +153,76 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
                     },
                 },
                 ["count", "hits"],
+            ),
+            "annotations": read_only,
+        },
+        {
+            "name": "knowledge_collect",
+            "title": f"Collect {title} docs",
+            "description": (
+                f"Reads several docs of the {title} library in one call, within a byte budget: by explicit ids "
+                "(kept in your order) or by a query (best first), filtered like knowledge_list. Docs that do not fit "
+                "whole come as the sections that matched. Everything left out is listed under omissions with a reason "
+                "(unknown_identity, ambiguous_identity, invalid_identity, duplicate_identity, unavailable_revision, "
+                "filters, query, output_limit). Pass revisions to insist on exact doc revisions."
+            ),
+            "inputSchema": _object(
+                {
+                    "query": {**_NULLABLE_STRING, "description": "Free-text query that selects and ranks docs; null for none."},
+                    "ids": {"type": ["array", "null"], "items": {"type": "string"}, "maxItems": 100,
+                            "description": "Doc ids (or library:id refs) to read, in this order; null to select by query and filters."},
+                    "revisions": {"type": ["array", "null"], "description": "Exact revisions required, per doc; a changed doc is omitted.",
+                                  "items": _object({"id": {"type": "string"}, "revision": {"type": "string"}})},
+                    "limit": {**_NULLABLE_INT, "description": "Most docs to return (default 10)."},
+                    "max_bytes": {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000,
+                                  "description": "Budget for the returned content in UTF-8 bytes (default 32000)."},
+                    **filter_props,
+                }
+            ),
+            "outputSchema": _result(
+                {
+                    "items": {"type": "array", "items": _result(
+                        {"ref": {"type": "string"}, "id": {"type": "string"}, "revision": {"type": "string"},
+                         "title": {"type": "string"}, "content": {"type": "string"}, "whole": {"type": "boolean"}},
+                        ["ref", "id", "revision", "title", "content"])},
+                    "omissions": {"type": "array", "items": _result(
+                        {"id": {"type": ["string", "null"]}, "reason": {"type": "string"}, "detail": {"type": "string"}}, ["reason"])},
+                    "no_match": {"type": "boolean"},
+                    "bytes_used": {"type": "integer"},
+                    "budget": {"type": ["integer", "null"]},
+                },
+                ["items", "omissions", "no_match", "bytes_used"],
+            ),
+            "annotations": read_only,
+        },
+        {
+            "name": "knowledge_ask",
+            "title": f"Ask {title}",
+            "description": (
+                f"Answers a question from the {title} library by quoting its passages, with sources (doc id, title, "
+                "version, section, excerpt). evidence_state is grounded when the passages cover the question's key "
+                "terms, insufficient when they do not (then no answer is given: say so, do not guess), unavailable when "
+                "no library is loaded. It never generates text; read the cited sections with knowledge_get for detail."
+            ),
+            "inputSchema": _object(
+                {
+                    "question": {"type": "string", "description": "The question, in words."},
+                    "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 10, "description": "Most passages to quote (default 3)."},
+                }
+            ),
+            "outputSchema": _result(
+                {
+                    "answer": {"type": "string"},
+                    "evidence_state": {"type": "string", "enum": ["grounded", "insufficient", "unavailable"]},
+                    "sources": {"type": "array", "items": _result(
+                        {"document_id": {"type": "string"}, "title": {"type": "string"}, "version": {"type": ["string", "null"]},
+                         "section": {"type": ["string", "null"]}, "excerpt": {"type": "string"}},
+                        ["document_id", "title", "excerpt"])},
+                    "library": {"type": ["string", "null"]},
+                    "version": {"type": ["string", "null"]},
+                    "correlation_id": {"type": "string"},
+                },
+                ["answer", "evidence_state", "sources", "correlation_id"],
             ),
             "annotations": read_only,
         },

@@ -142,7 +142,7 @@ def test_status_says_what_is_served(server: tuple[str, int]) -> None:
 def test_openapi_document(server: tuple[str, int]) -> None:
     status, doc = get_json(server, "/api/v1/openapi.json")
     assert status == 200 and doc["openapi"].startswith("3.1")
-    assert set(doc["paths"]) == {f"/api/v1/{n}" for n in ("list", "get", "search", "status")}
+    assert set(doc["paths"]) == {f"/api/v1/{n}" for n in ("list", "get", "search", "collect", "ask", "status")}
     params = {p["name"] for p in doc["paths"]["/api/v1/get"]["get"]["parameters"]}
     assert {"id", "section", "offset"} <= params
 

@@ -47,7 +47,7 @@ async def exercise(client: Client, library: Library) -> None:
     """Everything an agent host does: list and call each tool, read a resource."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     definitions = {t["name"]: t for t in json.loads(library.bundle.read("tools.json"))["tools"]}
-    assert set(tools) == set(definitions) == {"knowledge_list", "knowledge_get", "knowledge_search"}
+    assert set(tools) == set(definitions) == {"knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"}
     for name, tool in tools.items():
         assert tool.input_schema == definitions[name]["inputSchema"]
         assert tool.output_schema == definitions[name]["outputSchema"]
@@ -182,5 +182,5 @@ def test_token_guards_mcp(library: Library) -> None:
                         Client(streamable_http_client(url, http_client=http), mode="legacy") as client):
                 return [t.name for t in (await client.list_tools()).tools]
 
-        assert anyio.run(main) == ["knowledge_list", "knowledge_get", "knowledge_search"]
+        assert anyio.run(main) == ["knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"]
         assert request(address, "/api/v1/status")[0] == 401

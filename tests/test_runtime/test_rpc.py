@@ -75,7 +75,7 @@ def test_one_failing_topic_is_reported_and_returned(library: Library, kind: type
     outcome = register_tools(registry.register, library, report=messages.append)
     failed = outcome if isinstance(outcome, list) else asyncio.run(_await(outcome))
     assert failed == ["knowledge.get"]
-    assert set(registry.handlers) == {"knowledge.list", "knowledge.search"}
+    assert set(registry.handlers) == set(DEFAULT_TOPICS.values()) - {"knowledge.get"}
     assert len(messages) == 1 and "knowledge.get" in messages[0] and "router refused" in messages[0]
 
 
@@ -122,10 +122,10 @@ def test_failing_and_async_reporters_never_raise(library: Library) -> None:
 def test_topics_override_and_unknown_names(library: Library) -> None:
     registry = SyncRegistry()
     messages: list[str] = []
-    failed = register_tools(registry.register, library, topics={"get": "app.kb.get", "ask": "app.kb.ask"}, report=messages.append)
-    assert failed == ["app.kb.ask"]
+    failed = register_tools(registry.register, library, topics={"get": "app.kb.get", "delete": "app.kb.delete"}, report=messages.append)
+    assert failed == ["app.kb.delete"]
     assert "app.kb.get" in registry.handlers and "knowledge.get" not in registry.handlers
-    assert "no handler named 'ask'" in messages[0]
+    assert "no handler named 'delete'" in messages[0]
 
 
 @pytest.mark.parametrize(

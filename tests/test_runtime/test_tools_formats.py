@@ -18,7 +18,7 @@ from handbook_build import load_config
 from handbook_build.pipeline import build
 
 KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-NAMES = ["knowledge_list", "knowledge_get", "knowledge_search"]
+NAMES = ["knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"]
 
 
 @pytest.fixture(scope="module")
