@@ -125,12 +125,13 @@ def list_docs(query: str | None, filters: tuple[str, ...], limit: int, bundle_pa
 @click.argument("doc_id", metavar="ID")
 @click.option("--section", "-s", help="One section, by its title or anchor.")
 @click.option("--offset", type=click.IntRange(0), default=0, help="Continue a long doc from a next_offset.")
+@click.option("--revision", help="Show the doc only if it is still at this exact revision.")
 @bundle_options
 @json_option
-def get(doc_id: str, section: str | None, offset: int, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool,
-        as_json: bool) -> None:
+def get(doc_id: str, section: str | None, offset: int, revision: str | None, bundle_path: str, keys: tuple[str, ...],
+        allow_unsigned: bool, as_json: bool) -> None:
     """Show one doc (or one section of it) as rendered markdown with its metadata."""
-    answer = _library(bundle_path, keys, allow_unsigned).get(doc_id, section=section, offset=offset)
+    answer = _library(bundle_path, keys, allow_unsigned).get(doc_id, section=section, offset=offset, revision=revision)
     _print(answer, as_json, render.doc)
 
 
