@@ -7,6 +7,7 @@ The build side (`handbook_build`) depends on this package, never the reverse.
 
 from __future__ import annotations
 
+from .client import RemoteLibrary
 from .errors import (
     BundleError,
     DownloadError,
@@ -37,6 +38,7 @@ __all__ = [
     "Library",
     "LibraryMismatchError",
     "MissingFileError",
+    "RemoteLibrary",
     "RollbackError",
     "Shelf",
     "SignatureError",
