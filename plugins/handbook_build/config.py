@@ -71,6 +71,8 @@ class Config:
     """Where `handbook build` and `mkdocs build` publish the bundle (absolute)."""
     signing_key: Path | None = None
     """A private key file to sign with when no other key is given (absolute)."""
+    default_lang: str | None = None
+    """The language of docs without a `lang` field, and the one `get` falls back to."""
     expires: str | None = None
     """When readers must stop accepting the bundle: a UTC time, or a duration after the
     build such as "90d" or "12h"."""
@@ -394,6 +396,12 @@ def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     return str(value)
 
 
+def _check_lang(value: Any, key: str, errors: _Errors) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*", value):
+        errors.add(key, f"{value!r} is not a language tag like en, de or pt-BR")
+    return str(value)
+
+
 def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of glob patterns")
@@ -414,4 +422,5 @@ _CHECKS: dict[str, Callable[[Any, str, _Errors], Any]] = {
     "bundle_dir": _check_path,
     "signing_key": _check_path,
     "expires": _check_expires,
+    "default_lang": _check_lang,
 }

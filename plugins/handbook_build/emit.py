@@ -11,7 +11,8 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from mkdocs.structure.files import File
 
@@ -37,7 +38,7 @@ are not listed (a field like `source`, unique per doc, would bloat every tool sc
 def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
     the docs' `index_entries`, added while they were parsed (in path order)."""
-    docs = sorted(docs_by_path, key=lambda d: d.id)
+    docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
     entries = []
     for doc in docs:
         body = doc.body.encode("utf-8")
@@ -61,16 +62,17 @@ def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: Bun
 def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
     be shown without parsing the catalog (ids, titles, anchors, byte ranges)."""
-    position = {entry.id: n for n, entry in enumerate(catalog.docs)}
+    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
     entry_doc, entry_range, entry_title, entry_anchor = [], [], [], []
     for doc in docs_by_path:  # the order the index was built in
-        entry = catalog.docs[position[doc.id]]
-        entry_doc.append(position[doc.id])
+        n = position[doc_key(doc.id, doc.meta)]
+        entry = catalog.docs[n]
+        entry_doc.append(n)
         entry_range.append((0, entry.sections[0].start if entry.sections else entry.bytes))
         entry_title.append("")
         entry_anchor.append("")
         for section in entry.sections:
-            entry_doc.append(position[doc.id])
+            entry_doc.append(n)
             entry_range.append((section.start, section.end))
             entry_title.append(section.title)
             entry_anchor.append(section.anchor)
@@ -147,6 +149,7 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
         filters=filters,
         list_fields=config.summary_fields,
         required=config.required_fields,
+        default_lang=config.default_lang,
     )
 
 
@@ -175,6 +178,13 @@ def _variants(values: Sequence[str]) -> list[str]:
     return out
 
 
+def doc_key(doc_id: str, meta: Mapping[str, Any]) -> str:
+    """A doc's ref in index.json: its id, with `@lang` when it names its language (an id
+    may exist once per language, and lunr's refs must be unique)."""
+    lang = meta.get("lang")
+    return f"{doc_id}@{lang}" if lang else doc_id
+
+
 def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
     """One entry per doc (title; keywords, aliases and id with their variants; summary
     and overview) and one per `##` section (its title; the doc title as keyword; its
@@ -186,10 +196,11 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
         sections = doc.sections
         first = sections[0].start if sections else len(doc.body)
         overview = f"{meta.get('summary', '')}\n{doc.body[:first]}"
-        yield Entry(doc.id, (title, " ".join(_variants(names)), plain_text(overview)))
+        key = doc_key(doc.id, meta)
+        yield Entry(key, (title, " ".join(_variants(names)), plain_text(overview)))
         for section in sections:
             text = doc.body[section.start : section.end].partition("\n")[2]
-            yield Entry(f"{doc.id}#{section.anchor}", (section.title, title, plain_text(text)))
+            yield Entry(f"{key}#{section.anchor}", (section.title, title, plain_text(text)))
 
 
 # -- llms.txt -------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class HandbookConfig(base.Config):
     bundle_dir = c.Type(str, default=DEFAULT_BUNDLE_DIR)
     signing_key = c.Optional(c.Type(str))
     expires = c.Optional(c.Type(str))
+    default_lang = c.Optional(c.Type(str))
 
 
 class HandbookPlugin(BasePlugin[HandbookConfig]):

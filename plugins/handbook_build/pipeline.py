@@ -182,7 +182,7 @@ def check(config: Config, progress: Callable[[int, int], None] | None = None, *,
                 on_doc(doc)
         if progress:
             progress(done, total)
-    findings.extend(check_library(docs))
+    findings.extend(check_library(docs, config.default_lang))
     return CheckResult(docs, apply_levels(findings, config.rules))
 
 

@@ -17,6 +17,7 @@ from .parse import Doc
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
+LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 STRING_FIELDS = ("id", "title", "kind", "summary", "verified", "version", "lang", "effective_date")
 LIST_FIELDS = ("keywords", "aliases")
 
@@ -44,6 +45,9 @@ def _check(doc: Doc, config: Config) -> Iterator[Finding]:
         value = meta.get(name)
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             yield finding(path, doc.line_of(name), "HB302", f"`{name}` must be a list of strings, like `{name}: [a, b]`")
+    lang = meta.get("lang")
+    if isinstance(lang, str) and not LANG.fullmatch(lang):
+        yield finding(path, doc.line_of("lang"), "HB302", f"`lang` must be a language tag like en, de or pt-BR, not {lang!r}")
     date = meta.get("effective_date")
     if isinstance(date, str) and not ISO_DATE.fullmatch(date):
         yield finding(path, doc.line_of("effective_date"), "HB302", f"`effective_date` must be a date like 2026-01-31, not {date!r}")

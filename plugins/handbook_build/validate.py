@@ -17,19 +17,24 @@ def check_doc(doc: Doc, config: Config, validators: Mapping[str, snippets.Valida
     return schema.check(doc, config) + snippets.check(doc, validators)
 
 
-def check_library(docs: Sequence[Doc]) -> list[Finding]:
+def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:
     """The rules that need every doc at once."""
-    return list(duplicate_ids(docs))
+    return list(duplicate_ids(docs, default_lang))
 
 
-def duplicate_ids(docs: Sequence[Doc]) -> Iterator[Finding]:
-    """Every later holder of an id names the first (in path order) with its line."""
-    first: dict[str, Doc] = {}
+def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Iterator[Finding]:
+    """Every later holder of an id (in one language: an id may exist once per `lang`)
+    names the first (in path order) with its line."""
+    first: dict[tuple[str, str], Doc] = {}
     for doc in sorted(docs, key=lambda d: d.path):
         if not doc.id:
             continue
-        if doc.id in first:
-            other = first[doc.id]
-            yield finding(doc.path, doc.line_of("id"), "HB304", f"id `{doc.id}` is already used by {other.path}:{other.line_of('id')}; ids must be unique")
+        lang = doc.meta.get("lang") or default_lang or ""
+        key = (doc.id, str(lang))
+        if key in first:
+            other = first[key]
+            where = f" in language {lang}" if lang else ""
+            yield finding(doc.path, doc.line_of("id"), "HB304",
+                          f"id `{doc.id}` is already used{where} by {other.path}:{other.line_of('id')}; ids must be unique per language")
         else:
-            first[doc.id] = doc
+            first[key] = doc

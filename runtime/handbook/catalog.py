@@ -73,6 +73,8 @@ class Library(NamedTuple):
     list_fields: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     """The frontmatter fields every doc must have: part of the doc contract `diff` checks."""
+    default_lang: str | None = None
+    """The language of docs without `lang`, and the one `get` falls back to."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self._asdict()

@@ -240,6 +240,21 @@ class Library:
             "loaded_at": state.loaded_at,
             "path": self._path,
             "last_reload_error": self.last_reload_error,
+            "languages": self._language_counts(state),
+        }
+
+    def _language_counts(self, state: _State) -> dict[str, dict[str, int]]:
+        """Per language, kept apart: docs in the catalog (the sources), docs the search
+        file indexes (counted from it, not assumed), and docs whose authors marked them
+        verified."""
+        indexed_docs = set(state.search.entry_doc)
+        return {
+            lang: {
+                "documents": len(positions),
+                "indexed": sum(1 for n in positions if n in indexed_docs),
+                "verified": sum(1 for n in positions if state.catalog_docs[n].verified == "verified"),
+            }
+            for lang, positions in sorted(self.languages().items())
         }
 
     # -- list ---------------------------------------------------------------------------------
@@ -255,11 +270,17 @@ class Library:
         docs = state.catalog_docs
         library = state.bundle.catalog.library
         active = {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
+        lang = active.pop("lang", None)  # a doc without `lang` is in the library's default language
+        languages = self.languages()
+        if lang is not None and str(lang) not in languages:
+            return {"count": 0, "docs": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
         for name, value in active.items():
             problem = _filter_problem(name, value, library.filters)
             if problem:
                 return {"count": 0, "docs": [], "returned": 0, "hint": problem}
-        selected = [n for n, doc in enumerate(docs) if all(_matches(_field(doc, k), v) for k, v in active.items())]
+        in_lang = set(languages[str(lang)]) if lang is not None else None
+        selected = [n for n, doc in enumerate(docs)
+                    if (in_lang is None or n in in_lang) and all(_matches(_field(doc, k), v) for k, v in active.items())]
         if query is not None and str(query).strip():
             try:
                 ranked = self._rank_docs(state, str(query), set(selected))
@@ -310,11 +331,14 @@ class Library:
     # -- get ----------------------------------------------------------------------------------
 
     @_never_raise
-    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None) -> dict[str, Any]:
+    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None,
+            lang: str | None = None) -> dict[str, Any]:
         """One doc as markdown with its metadata and sections, or one section of it.
         Content beyond the response budget is cut; `next_offset` fetches the rest. With
         `revision`, only that exact revision is served: a doc that changed since is
-        refused (`unavailable_revision`), never replaced by its new bytes."""
+        refused (`unavailable_revision`), never replaced by its new bytes. With `lang`,
+        the doc in that language; when there is none, the library's default language is
+        served and the answer says so (`lang`, `requested_lang`, `fallback`)."""
         state = self._state
         if not isinstance(doc_id, str) or not doc_id.strip():
             return {"found": False, "error": "doc_id must be a doc id string, as listed by list()"}
@@ -324,6 +348,15 @@ class Library:
         index = self._index_of(state).get(wanted)
         if index is None:
             return self._unknown_id(state, doc_id)
+        default = state.bundle.catalog.library.default_lang or ""
+        fallback = None
+        if lang is not None:
+            in_lang = next((n for n in self.languages().get(str(lang), []) if state.catalog_docs[n].id == wanted), None)
+            if in_lang is not None:
+                index = in_lang
+            else:
+                fallback = {"requested_lang": str(lang)[:20], "fallback": True,
+                            "hint": f"no {str(lang)[:20]} version of {wanted}; served the {self._lang(state.catalog_docs[index], default) or 'default'} one"}
         doc = state.catalog_docs[index]
         if revision is not None and revision != doc.revision:
             return {"found": False, "id": doc.id, "code": "unavailable_revision", "revision": doc.revision,
@@ -340,6 +373,11 @@ class Library:
             "url": doc.url,
             "sections": sections,
         }
+        doc_lang = self._lang(doc, default)
+        if doc_lang:
+            out["lang"] = doc_lang
+        if fallback:
+            out.update(fallback)
         start, end = 0, len(content)
         if section is not None:
             chosen = _find_section(doc, str(section))
@@ -385,12 +423,34 @@ class Library:
         return out
 
     def _index_of(self, state: _State) -> dict[str, int]:
+        """id -> catalog position of its doc in the default language (or, for an id that
+        has no doc in it, in the first language by tag)."""
         by_id = self._by_id
         if by_id is None or state is not self._state:
-            by_id = {doc.id: n for n, doc in enumerate(state.catalog_docs)}
+            default = state.bundle.catalog.library.default_lang or ""
+            by_id = {}
+            for n, doc in enumerate(state.catalog_docs):
+                if doc.id not in by_id or self._lang(doc, default) == default:
+                    by_id.setdefault(doc.id, n)
+                    if self._lang(doc, default) == default:
+                        by_id[doc.id] = n
             if state is self._state:
                 self._by_id = by_id
         return by_id
+
+    @staticmethod
+    def _lang(doc: DocEntry, default: str) -> str:
+        """A doc's language: its `lang`, else the library's default ("" when neither)."""
+        return str(doc.meta.get("lang") or default)
+
+    def languages(self) -> dict[str, builtins.list[int]]:
+        """language -> catalog positions of its docs."""
+        state = self._state
+        default = state.bundle.catalog.library.default_lang or ""
+        out: dict[str, builtins.list[int]] = {}
+        for n, doc in enumerate(state.catalog_docs):
+            out.setdefault(self._lang(doc, default), []).append(n)
+        return out
 
     def _unknown_id(self, state: _State, doc_id: str) -> dict[str, Any]:
         ids = [d.id for d in state.catalog_docs]
@@ -412,14 +472,21 @@ class Library:
     # -- search -------------------------------------------------------------------------------
 
     @_never_raise
-    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict[str, Any]:
-        """Section-level hits for `query` (lunr syntax), best first, with excerpts."""
+    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None) -> dict[str, Any]:
+        """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
+        `lang`, only in docs of that language."""
         state = self._state
         checked = _limit(limit, DEFAULT_SEARCH_LIMIT)
         if isinstance(checked, dict):
             return {"count": 0, "hits": [], **checked}
+        docs = None
+        if lang is not None and str(lang).lower() != "any":
+            languages = self.languages()
+            if str(lang) not in languages:
+                return {"count": 0, "hits": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
+            docs = set(languages[str(lang)])
         try:
-            total, hits = state.search.search(parse(query), checked)
+            total, hits = state.search.search(parse(query), checked, docs=docs)
         except QueryError as exc:
             return {"count": 0, "hits": [], "error": exc.to_dict()}
         rendered = [self._hit(state, hit) for hit in hits]

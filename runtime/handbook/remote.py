@@ -36,7 +36,13 @@ from typing import Any
 
 from . import __version__
 from .bundle import check_expiry, open_bundle
-from .errors import DownloadError, HashMismatchError, LibraryMismatchError, RollbackError
+from .errors import (
+    BundleError,
+    DownloadError,
+    HashMismatchError,
+    LibraryMismatchError,
+    RollbackError,
+)
 from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest
 from .signing import PublicKey, trusted_keys, verify
 
@@ -220,9 +226,17 @@ def _store(objects: Path, sha256: str, data: bytes) -> None:
 
 
 def _assemble(folder: Path, objects: Path, manifest: bytes, files: Mapping[str, FileEntry]) -> Path:
-    """The bundle folder for this manifest, built beside and renamed into place."""
+    """The bundle folder for this manifest, built beside and renamed into place. A folder
+    already there (another reader may have it open) is reused when its files are the
+    listed ones, and otherwise moved aside, never emptied under a reader."""
     if folder.is_dir():
-        shutil.rmtree(folder)  # rebuilt from verified objects: nothing in it is trusted as is
+        try:
+            open_bundle(folder, allow_unsigned=True, hash_all=True, check_expires=False)
+            if (folder / MANIFEST).read_bytes() == manifest:
+                return folder
+        except (BundleError, OSError):
+            pass
+        os.replace(folder, folder.with_name(f".old-{uuid.uuid4().hex}"))
     tmp = folder.with_name(f".tmp-{uuid.uuid4().hex}")
     tmp.mkdir(parents=True)
     try:

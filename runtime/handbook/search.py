@@ -44,7 +44,7 @@ import re
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from .errors import FormatError
@@ -283,10 +283,14 @@ class SearchIndex:
             del scores[entry]
         return scores, frozenset(words), list(encounter)
 
-    def search(self, clauses: Sequence[Clause], limit: int | None = None) -> tuple[int, list[Hit]]:
+    def search(self, clauses: Sequence[Clause], limit: int | None = None, docs: Container[int] | None = None) -> tuple[int, list[Hit]]:
         """(how many entries match, the best `limit` of them) in lunr's order: score
-        descending; equal scores in the order lunr first meets the entries."""
+        descending; equal scores in the order lunr first meets the entries. With `docs`,
+        only entries of those docs (catalog positions) count."""
         scores, words, encounter = self._score(clauses)
+        if docs is not None:
+            entry_doc = self.entry_doc
+            scores = {e: v for e, v in scores.items() if entry_doc[e] in docs}
         if limit is None or limit >= len(scores):
             chosen = list(scores)
         else:

@@ -88,7 +88,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "10:1: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
         "10:1: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
         "11:1: HB001 handbook.exclude: must be a list of glob patterns",
-        "12:1: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, signing_key, expires",
+        "12:1: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, signing_key, expires, default_lang",
     ]
 
 
