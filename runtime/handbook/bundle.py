@@ -307,12 +307,13 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
         raise FormatError(f"{CATALOG}: describes {lib.name} {lib.version}, the manifest {signed.library} {signed.version}")
     if len(catalog.docs) != signed.docs:
         raise FormatError(f"{CATALOG}: lists {len(catalog.docs)} docs, the manifest {signed.docs}")
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     referenced: set[str] = set()
     for doc in catalog.docs:
-        if doc.id in seen:
-            raise FormatError(f"{CATALOG}: doc id {doc.id!r} appears twice")
-        seen.add(doc.id)
+        key = (doc.id, str(doc.meta.get("lang") or ""))  # an id may exist once per language
+        if key in seen:
+            raise FormatError(f"{CATALOG}: doc id {doc.id!r} appears twice" + (f" in language {key[1]}" if key[1] else ""))
+        seen.add(key)
         entry = signed.files.get(doc.content)
         if entry is None:
             raise FormatError(f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list")

@@ -30,6 +30,7 @@ same call on the same bundles gives the same bytes.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -106,15 +107,23 @@ def collect(
     revisions: Mapping[str, str] | None = None,
     limit: int = DEFAULT_COLLECT_LIMIT,
     max_bytes: int = DEFAULT_COLLECT_BYTES,
+    max_chars: int | None = None,
     **filters: Any,
 ) -> dict[str, Any]:
-    """See the module docstring."""
+    """See the module docstring. `max_chars` is the operator's bound on the whole answer
+    (`max_response_chars`): items that would pass it are left out as `output_limit`."""
+    if ids is not None and not isinstance(ids, (str, bytes)) and isinstance(ids, Iterable):
+        ids = list(ids)  # an iterator is read once, here
     problem = _check_args(ids, revisions, limit, max_bytes)
     if problem:
         return {"items": [], "omissions": [], "no_match": True, "bytes_used": 0, "budget": max_bytes if isinstance(max_bytes, int) else None,
                 "error": {"code": "bad_arguments", "message": problem}}
     revisions = dict(revisions or {})
     active = {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
+    for name, value in active.items():
+        problems = [lib.filter_problem(name, value) for lib in libraries]
+        if libraries and all(problems):
+            return {"items": [], "omissions": [], "no_match": True, "bytes_used": 0, "budget": max_bytes, "hint": problems[0]}
     omissions: list[dict[str, Any]] = []
     try:
         matches = _query_matches(libraries, query) if query is not None and str(query).strip() else None
@@ -183,7 +192,37 @@ def collect(
             item.update(content=part.decode("utf-8"), whole=False, bytes=len(part), sections=names)
         used += item["bytes"]
         items.append(item)
-    return {"items": items, "omissions": omissions, "no_match": not chosen, "bytes_used": used, "budget": max_bytes}
+    out = {"items": items, "omissions": omissions, "no_match": not chosen, "bytes_used": used, "budget": max_bytes}
+    return _within(out, max_chars) if max_chars else out
+
+
+def _within(out: dict[str, Any], max_chars: int) -> dict[str, Any]:
+    """`out` cut to the operator's response bound: items from the end become
+    `output_limit` omissions, then listed omissions are counted instead."""
+    def size() -> int:
+        return len(json.dumps(out, ensure_ascii=False)) + 200  # room for the size fields added later
+
+    cut = False
+    while size() > max_chars and out["items"]:
+        item = out["items"].pop()
+        out["bytes_used"] -= item["bytes"]
+        out["omissions"].insert(0, {"id": item["ref"], "reason": "output_limit",
+                                    "detail": "does not fit the response size the operator allows; ask for it alone"})
+        cut = True
+    while size() > max_chars and len(out["omissions"]) > 1:
+        dropped = out["omissions"].pop()
+        count = dropped.get("count", 1)
+        if out["omissions"][-1].get("id") is None and out["omissions"][-1].get("count"):
+            out["omissions"][-1]["count"] += count
+        else:
+            out["omissions"].append({"id": None, "reason": "output_limit", "count": count, "detail": "more omissions, not listed"})
+            if size() > max_chars:
+                out["omissions"].pop(-2)
+        cut = True
+    if cut:
+        out["truncated"] = True
+        out["hint"] = "The answer was cut to the response size the operator allows; collect fewer docs or lower max_bytes."
+    return out
 
 
 def _check_args(ids: Any, revisions: Any, limit: Any, max_bytes: Any) -> str | None:
@@ -234,13 +273,19 @@ def _matched_sections(doc: DocEntry, content: bytes, anchors: Sequence[str], roo
 # -- ask --------------------------------------------------------------------------------------
 
 
-def key_terms(text: str) -> list[str]:
-    """The question's words as the index knows them: lowercased, stop words dropped, stemmed."""
+def key_words(text: str) -> list[str]:
+    """The question's words that carry meaning: lowercased, stop words dropped."""
     words = [w.lower() for w in _WORDS.findall(text)]
-    return list(dict.fromkeys(stem(w) for w in words if w not in STOP_WORDS and (not w.isdigit() or len(w) > 1)))
+    return list(dict.fromkeys(w for w in words if w not in STOP_WORDS and (not w.isdigit() or len(w) > 1)))
 
 
-def ask(libraries: Sequence[Library], question: Any, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None) -> dict[str, Any]:
+def key_terms(text: str) -> list[str]:
+    """The question's key words as the index holds them: stemmed."""
+    return list(dict.fromkeys(stem(w) for w in key_words(text)))
+
+
+def ask(libraries: Sequence[Library], question: Any, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None,
+        max_chars: int | None = None) -> dict[str, Any]:
     """A grounded answer that quotes the library, or an honest "insufficient".
 
     The question's key terms are searched as plain words (no query syntax). The answer is
@@ -262,17 +307,26 @@ def ask(libraries: Sequence[Library], question: Any, limit: int = DEFAULT_ASK_SO
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10:
         return {**base, "answer": "", "evidence_state": "insufficient", "sources": [],
                 "error": {"code": "bad_arguments", "message": "limit must be a whole number from 1 to 10"}}
-    terms = key_terms(question)[:32]
+    words = key_words(question)[:32]
+    terms = list(dict.fromkeys(stem(w) for w in words))
     if not terms:
         return {**base, "answer": "The question has no words the library could match (only stop words).",
                 "evidence_state": "insufficient", "sources": [], "key_terms": []}
     passages = []
     for lib in libraries:
-        found = lib.search(" ".join(terms), limit=limit * 2)
+        found = lib.search(" ".join(words), limit=limit * 2)  # the words, not the stems: search stems them
         for hit in found.get("hits", []):
             passages.append((hit["score"], f"{lib.name}:{hit['id']}", lib, hit))
     passages.sort(key=lambda p: (-p[0], p[1], p[3].get("anchor") or ""))
-    best = passages[:limit]
+    while True:
+        answer = _answer(passages[:limit], terms, names, len(libraries) > 1)
+        if not max_chars or limit == 1 or len(json.dumps(answer, ensure_ascii=False)) + 400 <= max_chars:
+            break
+        limit -= 1  # fewer quoted passages, to stay within the operator's response bound
+    return {**base, **answer}
+
+
+def _answer(best: list[tuple[float, str, Library, dict[str, Any]]], terms: list[str], names: str, qualified: bool) -> dict[str, Any]:
     covered: list[set[str]] = [set(terms) & set(lib.passage_terms(hit["id"], hit.get("anchor"))) for _, _, lib, hit in best]
     union = set().union(*covered) if covered else set()
     coverage = len(union) / len(terms)
@@ -282,14 +336,15 @@ def ask(libraries: Sequence[Library], question: Any, limit: int = DEFAULT_ASK_SO
     missing = [t for t in terms if t not in union]
     if state == "grounded":
         lines = [f"From {len(sources)} passage(s) of {names}:"]
-        lines += [f"{n}. {s['title']}" + (f" \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} {s['section']}" if s["section"] else "") + f" [{s['document_id']}]: \u201c{s['excerpt']}\u201d"
+        lines += [f"{n}. {s['title']}" + (f" \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} {s['section']}" if s["section"] else "")
+                  + f" [{s['ref'] if qualified else s['document_id']}]: \u201c{s['excerpt']}\u201d"
                   for n, s in enumerate(sources, 1)]
         answer = "\n".join(lines)
     else:
         answer = (f"The library does not cover this question well enough: its best passages match {len(union)} of "
                   f"{len(terms)} key terms" + (f" (missing: {', '.join(missing)})" if missing else "")
                   + ". No answer is given; the closest passages are listed as sources.")
-    return {**base, "answer": answer, "evidence_state": state, "sources": sources,
+    return {"answer": answer, "evidence_state": state, "sources": sources,
             "coverage": round(coverage, 3), "key_terms": terms, "missing_terms": missing}
 
 

@@ -180,9 +180,16 @@ class Library:
         """Ids close to `doc_id` (similarity, substrings, aliases)."""
         return builtins.list(self._unknown_id(self._state, doc_id)["suggestions"])
 
+    def filter_problem(self, name: str, value: Any) -> str | None:
+        """Why `name=value` can match no doc of this library (an unknown field or value), or None."""
+        if name == "lang":
+            return None if str(value) in self.languages() else f"No docs in language {_clip(str(value))!r}."
+        return _filter_problem(name, value, self._state.bundle.catalog.library.filters)
+
     def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
         """Whether `doc` passes every filter, as `list` applies them."""
-        return all(_matches(_field(doc, k), v) for k, v in filters.items())
+        default = self._state.bundle.catalog.library.default_lang or ""
+        return all(self._lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
 
     def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
         """The stemmed words of one section (or of a doc's overview when `anchor` is
@@ -527,13 +534,14 @@ class Library:
                 limit: int = DEFAULT_COLLECT_LIMIT, max_bytes: int = DEFAULT_COLLECT_BYTES, **filters: Any) -> dict[str, Any]:
         """Several docs in one call within a byte budget, every omission explained
         (see `handbook.collect`)."""
-        return collect([self], query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes, **filters)
+        return collect([self], query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes,
+                       max_chars=self.max_response_chars, **filters)
 
     @_never_raise
     def ask(self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None) -> dict[str, Any]:
         """A grounded answer quoting the library's passages, or `insufficient` (see
         `handbook.collect.ask`). Never generated text."""
-        return ask([self], question, limit=limit, correlation_id=correlation_id)
+        return ask([self], question, limit=limit, correlation_id=correlation_id, max_chars=self.max_response_chars)
 
     # -- shared -------------------------------------------------------------------------------
 

@@ -86,8 +86,9 @@ class Shelf:
     @_never_raise
     def collect(self, query: str | None = None, ids: Sequence[str] | None = None, revisions: Mapping[str, str] | None = None,
                 limit: int = DEFAULT_COLLECT_LIMIT, max_bytes: int = DEFAULT_COLLECT_BYTES, **filters: Any) -> dict[str, Any]:
-        return collect(self.libraries, query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes, **filters)
+        return collect(self.libraries, query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes,
+                       max_chars=self.max_response_chars, **filters)
 
     @_never_raise
     def ask(self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None) -> dict[str, Any]:
-        return ask(self.libraries, question, limit=limit, correlation_id=correlation_id)
+        return ask(self.libraries, question, limit=limit, correlation_id=correlation_id, max_chars=self.max_response_chars)
