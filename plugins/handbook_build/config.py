@@ -45,6 +45,7 @@ class Limits:
     summary_chars: int = 250
     body_warn_chars: int = 12_000
     body_max_chars: int = 16_000
+    resource_bytes: int = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
+import os
+import posixpath
 import re
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -17,7 +21,7 @@ from typing import Any
 from mkdocs.structure.files import File
 
 from handbook import canonical, search
-from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Section
+from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Resource, Section
 from handbook.search import SEARCH
 from handbook.tools import definitions
 
@@ -35,9 +39,11 @@ MAX_FILTER_VALUES = 50
 are not listed (a field like `source`, unique per doc, would bloat every tool schema)."""
 
 
-def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex) -> Catalog:
+def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex,
+         resources: Mapping[str, Sequence[str]] | None = None) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
-    the docs' `index_entries`, added while they were parsed (in path order)."""
+    the docs' `index_entries`, added while they were parsed (in path order); `resources`
+    the attached files of folder docs (doc path -> paths in the docs root)."""
     docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
     entries = []
     for doc in docs:
@@ -46,7 +52,8 @@ def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: Bun
         path = f"content/{sha}.md"
         if path not in writer.files:  # two docs with the same body share one file
             writer.write(path, body)
-        entries.append(_entry(doc, config, body, sha))
+        attached = tuple(_resource(config, doc.path, rel, writer) for rel in (resources or {}).get(doc.path, ()))
+        entries.append(_entry(doc, config, body, sha, attached))
     catalog = Catalog(_library(docs, config, built_at), tuple(entries))
     writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
     with writer.stream(INDEX) as fh:
@@ -87,12 +94,39 @@ def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex)
     )
 
 
-def revision(doc: Doc) -> str:
-    """Changes whenever the doc's metadata or body does, and only then."""
-    return hashlib.sha256(canonical.dumps({"metadata": doc.meta, "body": doc.body})).hexdigest()
+def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
+    """Changes whenever the doc's metadata, body or attached files do, and only then."""
+    payload: dict[str, Any] = {"metadata": doc.meta, "body": doc.body}
+    if resources:
+        payload["resources"] = {r.path: r.sha256 for r in resources}
+    return hashlib.sha256(canonical.dumps(payload)).hexdigest()
 
 
-def _entry(doc: Doc, config: Config, body: bytes, sha: str) -> DocEntry:
+_MEDIA_TYPES = {".md": "text/markdown", ".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml",
+                ".csv": "text/csv", ".json": "application/json", ".txt": "text/plain"}
+"""Types the platform's table may lack or name differently, fixed so bundles agree."""
+
+
+def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> Resource:
+    """Copy one attached file into the bundle, named by its sha256 (read without following
+    links; never executed, never parsed)."""
+    fd = os.open(config.docs_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{rel}: not a regular file")
+        data = fh.read(config.limits.resource_bytes + 1)
+    if len(data) > config.limits.resource_bytes:
+        raise OSError(f"{rel}: grew past limits.resource_bytes during the build")
+    sha = hashlib.sha256(data).hexdigest()
+    suffix = posixpath.splitext(rel)[1].lower()
+    media_type = _MEDIA_TYPES.get(suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
+    resource = Resource(posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type)
+    if resource.file not in writer.files:
+        writer.write(resource.file, data)
+    return resource
+
+
+def _entry(doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Resource, ...] = ()) -> DocEntry:
     meta = doc.meta
     offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
     sections = tuple(
@@ -107,13 +141,14 @@ def _entry(doc: Doc, config: Config, body: bytes, sha: str) -> DocEntry:
         keywords=tuple(meta.get("keywords") or ()),
         aliases=tuple(meta.get("aliases") or ()),
         meta={k: v for k, v in meta.items() if k not in CORE_FIELDS},
-        revision=revision(doc),
+        revision=revision(doc, resources),
         content=f"content/{sha}.md",
         bytes=len(body),
         chars=len(doc.body),
         url=File(doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls).url,
         source=doc.path,
         sections=sections,
+        resources=resources,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -32,7 +32,7 @@ from .lunr_index import LunrIndex
 from .parse import Doc, parse
 from .seal import BundleWriter, publish, staging
 from .source import Text, discover, read
-from .validate import check_doc, check_library
+from .validate import check_doc, check_library, check_resources
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class CheckResult:
     """The docs that parsed, in path order (findings may still hold errors about them)."""
     findings: list[Finding]
     """Sorted, with the configured severities; `off` rules removed."""
+    resources: dict[str, list[str]] = field(default_factory=dict)
+    """Folder docs' attached files: doc path -> file paths, relative to the docs root."""
 
     @property
     def errors(self) -> int:
@@ -102,7 +104,7 @@ def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, 
     if result.failed(strict):
         raise BuildError(result)
     built_at = build_time()
-    emit(result.docs, config, built_at, writer, index)
+    emit(result.docs, config, built_at, writer, index, result.resources)
     expires = expiry(built_at, config.expires) if config.expires else None
     writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key, expires=expires)
     return result.findings
@@ -183,7 +185,8 @@ def check(config: Config, progress: Callable[[int, int], None] | None = None, *,
         if progress:
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))
-    return CheckResult(docs, apply_levels(findings, config.rules))
+    findings.extend(check_resources(config, found.resources))
+    return CheckResult(docs, apply_levels(findings, config.rules), found.resources)
 
 
 def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:

@@ -41,6 +41,7 @@ _RULES = [
     Rule("HB103", "special-file", "error", "A FIFO, socket or device file inside the docs root."),
     Rule("HB104", "unsafe-path", "error", "A path that escapes the docs root or is not portable."),
     Rule("HB105", "path-collision", "error", "Two paths that are the same after case folding or Unicode normalization."),
+    Rule("HB106", "resource-too-large", "error", "A file attached to a folder doc is over the size limit."),
     # frontmatter
     Rule("HB201", "frontmatter-missing", "error", "The file does not start with a `---` frontmatter block."),
     Rule("HB202", "frontmatter-unclosed", "error", "The frontmatter block is never closed by `---`."),

@@ -17,7 +17,7 @@ import os
 import stat
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .findings import Finding, finding
@@ -26,16 +26,23 @@ _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 1
 _UNPORTABLE = set('\\<>:"|?*')
 
 
+FOLDER_DOCS = ("SKILL.md", "index.md")
+"""A folder holding one of these is a doc with attached files (resources)."""
+
+
 @dataclass(frozen=True)
 class Discovery:
-    """The markdown files found, as POSIX paths relative to the root, and the findings."""
+    """The markdown files found, as POSIX paths relative to the root; the resources of
+    folder docs (doc path -> resource paths relative to the root); the findings."""
 
     paths: list[str]
     findings: list[Finding]
+    resources: dict[str, list[str]] = field(default_factory=dict)
 
 
 def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
     paths: list[str] = []
+    others: list[str] = []
     findings: list[Finding] = []
     real_root = os.path.realpath(root)
     for rel, entry in _walk(root, "", exclude):
@@ -48,15 +55,49 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
                 findings.append(finding(rel, 1, "HB102", "is a symlink; replace it with the file itself"))
         elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             findings.append(finding(rel, 1, "HB103", "is a special file (FIFO, socket or device); remove it from the docs root"))
-        elif stat.S_ISREG(mode) and rel.endswith(".md"):
+        elif stat.S_ISREG(mode):
             problem = unportable(rel)
             if problem:
                 findings.append(finding(rel, 1, "HB104", f"{problem}; rename the file"))
             else:
-                paths.append(rel)
+                (paths if rel.endswith(".md") else others).append(rel)
     paths.sort()
-    findings.extend(_collisions(paths))
-    return Discovery(paths, findings)
+    findings.extend(_collisions(sorted(paths + others)))
+    docs, resources = _folder_docs(paths, others)
+    return Discovery(docs, findings, resources)
+
+
+def _folder_docs(paths: list[str], others: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Docs and their resources. A folder with SKILL.md is one doc: every other file
+    under it is its resource (as in Agent Skills). A folder (not the root) with
+    index.md keeps its markdown files as docs and attaches the other files under it,
+    outside nested folder docs, to index.md."""
+    owners: dict[str, str] = {}  # folder -> its doc
+    for rel in paths:
+        folder, _, name = rel.rpartition("/")
+        if folder and (name == "SKILL.md" or (name == "index.md" and owners.get(folder, "").rpartition("/")[2] != "SKILL.md")):
+            owners[folder] = rel
+    skills = {folder for folder, doc in owners.items() if doc.endswith("/SKILL.md")}
+
+    def owner(rel: str) -> str | None:
+        parts = rel.split("/")[:-1]
+        for depth in range(len(parts), 0, -1):
+            folder = "/".join(parts[:depth])
+            if folder in owners:
+                return owners[folder]
+        return None
+
+    def inside_skill(rel: str) -> bool:
+        parts = rel.split("/")[:-1]
+        return any("/".join(parts[:d]) in skills for d in range(1, len(parts) + 1))
+
+    docs = [rel for rel in paths if rel in owners.values() or not inside_skill(rel)]
+    resources: dict[str, list[str]] = {}
+    for rel in sorted([*others, *(p for p in paths if p not in docs)]):
+        doc = owner(rel)
+        if doc is not None:
+            resources.setdefault(doc, []).append(rel)
+    return docs, resources
 
 
 def _walk(root: Path, prefix: str, exclude: Sequence[str]) -> Iterator[tuple[str, os.DirEntry[str]]]:

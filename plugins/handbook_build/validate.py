@@ -4,6 +4,7 @@ stops at the first."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping, Sequence
 
 from . import schema, snippets
@@ -15,6 +16,17 @@ from .parse import Doc
 def check_doc(doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]) -> list[Finding]:
     """The rules that need only this doc: fields and snippets."""
     return schema.check(doc, config) + snippets.check(doc, validators)
+
+
+def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> Iterator[Finding]:
+    """Attached files within the size limit (names, links and special files are checked
+    by the walk)."""
+    limit = config.limits.resource_bytes
+    for files in resources.values():
+        for rel in files:
+            size = os.lstat(config.docs_dir / rel).st_size
+            if size > limit:
+                yield finding(rel, 1, "HB106", f"is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)")
 
 
 def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:

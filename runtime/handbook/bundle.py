@@ -34,7 +34,7 @@ from .errors import (
     MissingFileError,
     UnlistedFileError,
 )
-from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path
 from .signing import PublicKey, trusted_keys, verify
 
 _CHUNK = 1 << 20
@@ -322,7 +322,14 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
         if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
             raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
         referenced.add(doc.content)
-    orphans = sorted(p for p in signed.files if p.startswith("content/") and p not in referenced)
+        for resource in doc.resources:
+            listed = signed.files.get(resource.file)
+            if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
+                raise FormatError(f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, which does not match {resource.file} in the manifest")
+            if check_path(resource.path) or resource.path.startswith(".."):
+                raise FormatError(f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}")
+            referenced.add(resource.file)
+    orphans = sorted(p for p in signed.files if p.startswith(("content/", "resources/")) and p not in referenced)
     if orphans:
         raise FormatError(f"{orphans[0]}: a content file no doc refers to")
 

@@ -26,6 +26,20 @@ class Section(NamedTuple):
     chars: int
 
 
+class Resource(NamedTuple):
+    """A file attached to a folder doc: its path relative to the doc's folder, and the
+    content-addressed bundle file that holds its bytes."""
+
+    path: str
+    sha256: str
+    bytes: int
+    media_type: str
+
+    @property
+    def file(self) -> str:
+        return f"resources/{self.sha256}"
+
+
 class DocEntry(NamedTuple):
     id: str
     kind: str
@@ -42,6 +56,7 @@ class DocEntry(NamedTuple):
     url: str
     source: str
     sections: tuple[Section, ...] = ()
+    resources: tuple[Resource, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -53,6 +68,10 @@ class DocEntry(NamedTuple):
         out["keywords"], out["aliases"] = list(self.keywords), list(self.aliases)
         out["meta"] = dict(self.meta)
         out["sections"] = [{name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections]
+        if self.resources:
+            out["resources"] = [r._asdict() for r in self.resources]
+        else:
+            del out["resources"]
         return out
 
 
@@ -105,6 +124,8 @@ class Catalog(NamedTuple):
                 raw[n] = None
                 entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
                 entry["sections"] = tuple(Section(**s) for s in entry["sections"])
+                if "resources" in entry:
+                    entry["resources"] = tuple(Resource(**r) for r in entry["resources"])
                 docs.append(DocEntry(**entry))
         except (KeyError, TypeError, ValueError) as exc:
             raise FormatError(f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})") from None

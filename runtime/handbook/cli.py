@@ -166,6 +166,32 @@ def collect(query: str | None, ids: tuple[str, ...], revisions: tuple[str, ...],
 
 
 @main.command()
+@click.argument("doc_id", metavar="ID")
+@click.argument("path")
+@click.option("--revision", help="Only while the doc is at this exact revision.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the verified bytes to this file.")
+@bundle_options
+@json_option
+def resource(doc_id: str, path: str, revision: str | None, output: str | None, bundle_path: str, keys: tuple[str, ...],
+             allow_unsigned: bool, as_json: bool) -> None:
+    """Print (or write with -o) a file attached to a folder doc, as verified bytes."""
+    import base64
+
+    answer = _library(bundle_path, keys, allow_unsigned).resource(doc_id, path, revision=revision)
+    if as_json or not answer.get("found"):
+        _print(answer, as_json, lambda a: render.doc(a))
+        return
+    data = answer["content"].encode("utf-8") if "content" in answer else base64.b64decode(answer["content_base64"])
+    if output:
+        Path(output).write_bytes(data)
+        click.echo(f"wrote {answer['path']} ({answer['bytes']:,} bytes, sha256 {answer['sha256'][:16]}…) to {output}", err=True)
+    elif "content" in answer:
+        click.echo(answer["content"], nl=False)
+    else:
+        raise click.UsageError(f"{answer['path']} is binary ({answer['media_type']}); write it with -o FILE")
+
+
+@main.command()
 @click.argument("question")
 @click.option("--limit", "-n", type=int, default=3, show_default=True, help="Most passages to quote.")
 @bundle_options

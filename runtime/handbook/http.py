@@ -175,7 +175,7 @@ class _BearerToken:
 
 
 ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit"), "get": ("id", "doc_id", "section", "offset", "revision"),
-                   "ask": ("question", "limit")}
+                   "ask": ("question", "limit"), "resource": ("id", "doc_id", "path", "revision")}
 """The parameters each endpoint takes; `list` also takes any frontmatter field as a filter."""
 
 
@@ -197,6 +197,8 @@ def _call(library: Library, name: str, params: Mapping[str, str]) -> dict[str, A
         return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0), revision=params.get("revision"))
     if name == "list":
         return library.list(query=params.pop("query", None), limit=_number(params.pop("limit", None), 20), **params)
+    if name == "resource":
+        return library.resource(params.get("id", params.get("doc_id", "")), params.get("path", ""), revision=params.get("revision"))
     if name == "ask":
         return library.ask(params.get("question", ""), limit=_number(params.get("limit"), 3))
     if name == "collect":

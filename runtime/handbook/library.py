@@ -13,6 +13,7 @@ file, nothing unlisted); each file's size and hash are checked before its first 
 
 from __future__ import annotations
 
+import base64
 import builtins
 import inspect
 import json
@@ -383,6 +384,8 @@ class Library:
         doc_lang = self._lang(doc, default)
         if doc_lang:
             out["lang"] = doc_lang
+        if doc.resources:
+            out["resources"] = [{"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources]
         if fallback:
             out.update(fallback)
         start, end = 0, len(content)
@@ -526,6 +529,37 @@ class Library:
         start = max(0, position - EXCERPT_CHARS // 3)
         window = " ".join(text[start : start + EXCERPT_CHARS].split())
         return ("…" if start else "") + window + ("…" if start + EXCERPT_CHARS < len(text) else "")
+
+    # -- resources ---------------------------------------------------------------------------
+
+    @_never_raise
+    def resource(self, doc_id: str, path: str, revision: str | None = None) -> dict[str, Any]:
+        """A file attached to a folder doc, by its path in the doc's folder, as verified
+        bytes: `content` when it is UTF-8 text, else `content_base64`. With `revision`,
+        only while the doc is at that revision. The path is only looked up in the doc's
+        verified list: nothing is ever read from a path the caller builds, or run."""
+        got = self.get(doc_id, revision=revision) if isinstance(doc_id, str) else {"found": False, "error": "doc_id must be a string"}
+        if not got.get("found"):
+            return {key: got[key] for key in ("found", "error", "code", "revision", "suggestions", "hint") if key in got}
+        doc = self.doc(got["id"])
+        wanted = str(path).strip().removeprefix("./") if isinstance(path, str) else ""
+        match = next((r for r in doc.resources if r.path == wanted), None) if doc is not None else None
+        if doc is None or match is None:
+            listed = [r.path for r in doc.resources] if doc is not None else []
+            return {"found": False, "id": got["id"], "error": f"doc {got['id']} has no attached file {_clip(str(path))!r}",
+                    "resources": listed[:MAX_AVAILABLE_IDS]}
+        data = self._state.bundle.read(match.file)
+        out: dict[str, Any] = {"found": True, "id": doc.id, "ref": f"{self.name}:{doc.id}", "revision": doc.revision, "path": match.path,
+                               "bytes": match.bytes, "sha256": match.sha256, "media_type": match.media_type}
+        try:
+            out["content"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            out["content_base64"] = base64.b64encode(data).decode("ascii")
+        if _json_len(out) > self.max_response_chars:
+            return {"found": False, "id": doc.id, "path": match.path, "bytes": match.bytes,
+                    "error": f"{match.path} is {match.bytes:,} bytes, more than one answer may hold ({self.max_response_chars:,} characters)",
+                    "hint": "Read it through the Python API with a larger max_response_chars, or from the bundle file " + match.file}
+        return out
 
     # -- collect and ask -------------------------------------------------------------------
 

@@ -119,10 +119,17 @@ def build_server(library: Library) -> Server[Any]:
         uri = str(params.uri)
         bundle = library.bundle
         prefix = f"{SCHEME}{bundle.manifest.signed.library}/"
-        doc_id = uri[len(prefix):] if uri.startswith(prefix) else None
-        doc = next((d for d in bundle.catalog.docs if d.id == doc_id), None) if doc_id else None
+        doc_id, _, attached = (uri[len(prefix):] if uri.startswith(prefix) else "").partition("/")
+        doc = library.doc(doc_id) if doc_id else None
+        if doc is not None and attached:  # handbook://<library>/<id>/<path of an attached file>
+            answer = library.resource(doc.id, attached)
+            if answer.get("found"):
+                if "content" in answer:
+                    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=answer["content"], mime_type=answer["media_type"])])
+                return types.ReadResourceResult(contents=[types.BlobResourceContents(uri=uri, blob=answer["content_base64"], mime_type=answer["media_type"])])
+            doc = None
         if doc is None:
-            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"no resource {uri}; resources are {prefix}<doc id>", data={"uri": uri})
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"no resource {uri}; resources are {prefix}<doc id>[/<attached file>]", data={"uri": uri})
         text = bundle.read(doc.content).decode("utf-8")
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
 

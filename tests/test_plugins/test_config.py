@@ -82,7 +82,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "6:1: HB001 handbook.vocab.verified: is fixed by the doc format: verified, field_tested, unverified",
         "7:1: HB001 handbook.required: must be a list of field names",
         "8:1: HB001 handbook.limits.body_warn_chars: must not exceed body_max_chars",
-        "8:1: HB001 handbook.limits.typo: unknown limit; expected one of: summary_chars, body_warn_chars, body_max_chars",
+        "8:1: HB001 handbook.limits.typo: unknown limit; expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
         "9:1: HB001 handbook.snippet_validators.yaml: must be \"module:function\" or \"off\", not 'not a ref'",
         "10:1: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
         "10:1: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
