@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import socket
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -87,3 +92,44 @@ def loopback_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@contextmanager
+def live(app: Any) -> Iterator[tuple[str, int]]:
+    """`app` served by uvicorn on a free loopback port, in a thread; (host, port)."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield "127.0.0.1", sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def request(address: tuple[str, int], path: str, headers: dict[str, str] | None = None, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    """One request with the path sent exactly as given (no client-side normalization)."""
+    conn = http.client.HTTPConnection(*address, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in (headers or {}).items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def get_json(address: tuple[str, int], path: str, **headers: str) -> tuple[int, Any]:
+    status, _, body = request(address, path, headers)
+    return status, json.loads(body)

@@ -151,3 +151,43 @@ def test_a_catalog_pointing_outside_its_files_is_refused(example: Path, tmp_path
         check_agreement(lib.bundle.manifest, altered(path="../../etc/passwd"))
     with pytest.raises(FormatError, match="does not match"):
         check_agreement(lib.bundle.manifest, altered(sha256="0" * 64))
+
+
+def test_attached_files_through_cli_http_and_mcp(example: Path, tmp_path: Path) -> None:
+    import json
+
+    import anyio
+    from conftest import get_json, live, request
+    from mcp import Client
+
+    from handbook.http import create_app
+    from handbook.mcp import http_app
+
+    lib = built(example, tmp_path / "bundle")
+    table = (example / "docs/devices/ac300/registers.csv").read_text()
+    picture = (example / "docs/devices/ac300/wiring.png").read_bytes()
+
+    run = run_cli("resource", "device.acme.ac300", "registers.csv", "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    assert run.exit_code == 0 and run.stdout == table
+    out = tmp_path / "wiring.png"
+    run = run_cli("resource", "device.acme.ac300", "wiring.png", "-o", str(out), "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    assert run.exit_code == 0 and out.read_bytes() == picture
+    run = run_cli("resource", "device.acme.ac300", "../index.md", "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    assert run.exit_code == 1
+
+    with live(create_app(lib, mcp=http_app(lib))) as address:
+        status, body = get_json(address, "/api/v1/resource?id=device.acme.ac300&path=registers.csv")
+        assert status == 200 and body["content"] == table
+        status, body = get_json(address, "/api/v1/resource?id=device.acme.ac300&path=..%2Findex.md")
+        assert status == 404 and body["found"] is False
+        assert request(address, f"/bundle/resources/{body and lib.resource('device.acme.ac300', 'registers.csv')['sha256']}")[2].decode() == table
+
+        async def main() -> tuple[str, str]:
+            async with Client(f"http://{address[0]}:{address[1]}/mcp", mode="legacy") as client:
+                text = (await client.read_resource("handbook://plant-skills/device.acme.ac300/registers.csv")).contents[0]
+                blob = (await client.read_resource("handbook://plant-skills/device.acme.ac300/wiring.png")).contents[0]
+                return text.text, blob.blob  # type: ignore[union-attr]
+
+        text, blob = anyio.run(main)
+        assert text == table and base64.b64decode(blob) == picture
+        json.dumps(body)

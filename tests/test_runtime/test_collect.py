@@ -16,8 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, VALID_DOC, MakeLibrary, run_cli
-from test_http import get_json, live
+from conftest import ROOT, VALID_DOC, MakeLibrary, get_json, live, run_cli
 
 import handbook.collect as hc
 from handbook import Library, Shelf

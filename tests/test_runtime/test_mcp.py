@@ -12,8 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT
-from test_http import live, request
+from conftest import ROOT, live, request
 
 from handbook import Library
 from handbook.http import create_app
