@@ -33,11 +33,15 @@ class RemoteLibrary:
     def list(self, query: str | None = None, limit: int = 20, **filters: Any) -> dict[str, Any]:
         return self._call("list", {"query": query, "limit": limit, **filters})
 
-    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None) -> dict[str, Any]:
-        return self._call("get", {"id": doc_id, "section": section, "offset": offset or None, "revision": revision})
+    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None,
+            lang: str | None = None) -> dict[str, Any]:
+        return self._call("get", {"id": doc_id, "section": section, "offset": offset or None, "revision": revision, "lang": lang})
 
-    def search(self, query: str, limit: int = 10) -> dict[str, Any]:
-        return self._call("search", {"query": query, "limit": limit})
+    def search(self, query: str, limit: int = 10, lang: str | None = None) -> dict[str, Any]:
+        return self._call("search", {"query": query, "limit": limit, "lang": lang})
+
+    def resource(self, doc_id: str, path: str, revision: str | None = None) -> dict[str, Any]:
+        return self._call("resource", {"id": doc_id, "path": path, "revision": revision})
 
     def collect(self, query: str | None = None, ids: Sequence[str] | None = None, revisions: Mapping[str, str] | None = None,
                 limit: int = 10, max_bytes: int = 32_000, **filters: Any) -> dict[str, Any]:

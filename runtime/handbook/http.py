@@ -174,7 +174,7 @@ class _BearerToken:
         await self.app(scope, receive, send)
 
 
-ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit"), "get": ("id", "doc_id", "section", "offset", "revision"),
+ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit", "lang"), "get": ("id", "doc_id", "section", "offset", "revision", "lang"),
                    "ask": ("question", "limit"), "resource": ("id", "doc_id", "path", "revision")}
 """The parameters each endpoint takes; `list` also takes any frontmatter field as a filter."""
 
@@ -191,10 +191,11 @@ def _call(library: Library, name: str, params: Mapping[str, str]) -> dict[str, A
     if name == "status":
         return library.status()
     if name == "search":
-        return library.search(params.get("query", ""), limit=_number(params.get("limit"), 10))
+        return library.search(params.get("query", ""), limit=_number(params.get("limit"), 10), lang=params.get("lang"))
     if name == "get":
         doc_id = params.get("id", params.get("doc_id", ""))
-        return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0), revision=params.get("revision"))
+        return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0), revision=params.get("revision"),
+                           lang=params.get("lang"))
     if name == "list":
         return library.list(query=params.pop("query", None), limit=_number(params.pop("limit", None), 20), **params)
     if name == "resource":
