@@ -96,6 +96,16 @@ class _State:
         return self.bundle.catalog.docs
 
     @cached_property
+    def languages(self) -> dict[str, builtins.list[int]]:
+        """language -> catalog positions of its docs (a doc without `lang` is in the
+        library's default language, "" when there is none)."""
+        default = self.bundle.catalog.library.default_lang or ""
+        out: dict[str, builtins.list[int]] = {}
+        for n, doc in enumerate(self.catalog_docs):
+            out.setdefault(str(doc.meta.get("lang") or default), []).append(n)
+        return out
+
+    @cached_property
     def identities(self) -> dict[str, builtins.list[int]]:
         """Compact id, title, keyword, alias or metadata value -> the docs that have it."""
         out: dict[str, builtins.list[int]] = {}
@@ -455,12 +465,7 @@ class Library:
 
     def languages(self) -> dict[str, builtins.list[int]]:
         """language -> catalog positions of its docs."""
-        state = self._state
-        default = state.bundle.catalog.library.default_lang or ""
-        out: dict[str, builtins.list[int]] = {}
-        for n, doc in enumerate(state.catalog_docs):
-            out.setdefault(self._lang(doc, default), []).append(n)
-        return out
+        return self._state.languages
 
     def _unknown_id(self, state: _State, doc_id: str) -> dict[str, Any]:
         ids = [d.id for d in state.catalog_docs]
