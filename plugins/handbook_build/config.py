@@ -392,6 +392,8 @@ EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{
 def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not EXPIRES.fullmatch(value):
         errors.add(key, f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)")
+    elif value.endswith("Z") and not _real_time(value):
+        errors.add(key, f"{value} is not a real time (check the month, day and hour)")
     elif value.endswith("Z") and calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ")) <= time.time():
         errors.add(key, f"{value} is in the past: readers would refuse the bundle; give a later time or a duration")
     return str(value)
@@ -401,6 +403,14 @@ def _check_lang(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*", value):
         errors.add(key, f"{value!r} is not a language tag like en, de or pt-BR")
     return str(value)
+
+
+def _real_time(text: str) -> bool:
+    try:
+        time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
 
 
 def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:

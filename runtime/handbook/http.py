@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .errors import BundleError
 from .library import Library
 from .manifest import MANIFEST
 
@@ -93,7 +94,10 @@ def create_app(
     async def api(request: Request) -> Response:
         name = request.path_params["name"]
         if name == "openapi.json":
-            return JSONResponse(openapi(library))
+            try:
+                return JSONResponse(openapi(library))
+            except BundleError as exc:
+                return _json({"error": {"code": "bundle_unavailable", "message": str(exc)}}, 503)
         params = dict(request.query_params)
         if any(len(k) > MAX_PARAM_CHARS or len(v) > MAX_PARAM_CHARS for k, v in params.items()):
             return _json({"error": {"code": "too_long", "message": f"query parameters are limited to {MAX_PARAM_CHARS} characters"}}, 400)
@@ -103,6 +107,12 @@ def create_app(
         return _json(answer, _status(answer))
 
     async def bundle_file(request: Request) -> Response:
+        try:
+            return _bundle_file(request)
+        except BundleError as exc:  # a file changed on disk since the bundle was opened: never served
+            return _json({"error": {"code": "bundle_unavailable", "message": str(exc)}}, 503)
+
+    def _bundle_file(request: Request) -> Response:
         name = request.path_params["name"]
         bundle = library.bundle
         if name == MANIFEST:

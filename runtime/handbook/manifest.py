@@ -11,6 +11,7 @@ that is the signature checked, and only after the signature are the files truste
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
@@ -90,7 +91,7 @@ class Signed(NamedTuple):
         for key in ("library", "version"):
             _require_type(data[key], str, f"signed.{key}")
         for key in ("built_at", "expires"):
-            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key])):
+            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key]) and _real_time(data[key])):
                 raise FormatError(f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z")
         _require_type(data["docs"], int, "signed.docs")
         _require_type(data["files"], dict, "signed.files")
@@ -188,6 +189,15 @@ class Manifest(NamedTuple):
         # canonical encoding — the signature covers these very bytes, not a re-encoding.
         start = data.index(b',"signed":') + len(b',"signed":')
         return cls(Signed.from_dict(value["signed"]), tuple(signatures), data[start:-1])
+
+
+def _real_time(text: str) -> bool:
+    """A time that exists (no 30 February, no hour 24), not only one shaped like it."""
+    try:
+        time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
 
 
 def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:
