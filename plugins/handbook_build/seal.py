@@ -33,8 +33,9 @@ from typing import BinaryIO
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle, open_bundle
+from handbook.errors import BundleError
 from handbook.manifest import MANIFEST, FileEntry, Manifest, Signed, check_path
-from handbook.signing import MANIFEST_TAG, public_key_of, sign
+from handbook.signing import MANIFEST_TAG, PublicKey, public_key_of, sign
 
 
 class PublishError(Exception):
@@ -117,18 +118,35 @@ def publish(writer: BundleWriter, out: Path, key: Ed25519PrivateKey | None) -> B
         bundle = open_bundle(tmp, keys, allow_unsigned=key is None, check_expires=False)  # readers check expiry
         manifest_sha = hashlib.sha256((tmp / MANIFEST).read_bytes()).hexdigest()
         final = versions / manifest_sha[:16]
-        if final.exists():
-            shutil.rmtree(tmp)
+        if final.exists() and _intact(final, tmp, keys, key is None):
+            shutil.rmtree(tmp)  # an identical earlier build, checked whole, is reused
+            bundle = open_bundle(final, keys, allow_unsigned=key is None, check_expires=False, hash_all=False)
         else:
+            if final.exists():  # left half-deleted by a killed prune, or altered: set aside, cleaned later
+                os.rename(final, versions / f".tmp-{uuid.uuid4().hex}")
             os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     previous = _adopt_existing(out, versions)
     _point(out, final)
-    _prune(versions, keep={final.name, previous})
+    keep = {final.name, previous}
+    if previous == final.name:  # the same version again: keep the one before it too
+        older = sorted((p for p in versions.iterdir() if p.name != final.name and not p.name.startswith(".")),
+                       key=lambda p: p.stat().st_mtime)
+        keep |= {older[-1].name} if older else set()
+    _prune(versions, keep=keep)
     bundle.path = final
     return bundle
+
+
+def _intact(final: Path, fresh: Path, keys: list[PublicKey], unsigned: bool) -> bool:
+    """Whether the existing version folder `final` is whole and holds what `fresh` holds."""
+    try:
+        open_bundle(final, keys, allow_unsigned=unsigned, check_expires=False)
+        return (final / MANIFEST).read_bytes() == (fresh / MANIFEST).read_bytes()
+    except (BundleError, OSError):
+        return False
 
 
 def _adopt_existing(out: Path, versions: Path) -> str | None:

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
 import stat
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from handbook.manifest import check_path
 
 from .findings import Finding, finding
 
@@ -64,6 +67,15 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
     paths.sort()
     findings.extend(_collisions(sorted(paths + others)))
     docs, resources = _folder_docs(paths, others)
+    for doc, files in resources.items():
+        # an attached file's path in its folder becomes a bundle path: refuse here what the
+        # bundle would refuse (check_path: NFC, C1 controls, …), so check and build agree
+        folder = posixpath.dirname(doc)
+        for rel in list(files):
+            problem = check_path(posixpath.relpath(rel, folder))
+            if problem:
+                findings.append(finding(rel, 1, "HB104", f"cannot be attached: its path {problem}; rename the file"))
+                files.remove(rel)
     return Discovery(docs, findings, resources)
 
 
@@ -126,13 +138,19 @@ def unportable(rel: str) -> str | None:
 
 
 def _collisions(paths: list[str]) -> Iterator[Finding]:
+    """Files, and the folders on their paths, that are the same name after case folding
+    or Unicode normalization (`notes.md` and `NOTES.md/a.md` collide too)."""
     seen: dict[str, str] = {}
     for rel in paths:
-        key = unicodedata.normalize("NFC", rel).casefold()
-        if key in seen:
-            yield finding(rel, 1, "HB105", f"collides with {seen[key]} after case folding or Unicode normalization; rename one")
-        else:
-            seen[key] = rel
+        parts = rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            name = "/".join(parts[:depth])
+            key = unicodedata.normalize("NFC", name).casefold()
+            if key not in seen:
+                seen[key] = name
+            elif seen[key] != name:
+                yield finding(rel, 1, "HB105", f"collides with {seen[key]} after case folding or Unicode normalization; rename one")
+                break
 
 
 @dataclass(frozen=True)

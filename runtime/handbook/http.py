@@ -26,6 +26,7 @@ import hmac
 import json
 import mimetypes
 import os
+import stat
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -50,10 +51,14 @@ MAX_PARAM_CHARS = 4096
 
 class SiteFiles:
     """The site folder as a map from URL path to file, made by one walk that does not
-    follow symlinks. Requests are answered by lookup in the map only."""
+    follow symlinks. Requests are answered by lookup in the map only, and a file is read
+    only while it is still the regular file the walk saw (same device and inode, opened
+    without following links or blocking): swapping it for a link or a FIFO after the
+    start serves nothing."""
 
     def __init__(self, root: Path | None) -> None:
         self.files: dict[str, Path] = {}
+        self.identity: dict[Path, tuple[int, int]] = {}
         if root is None:
             return
         for folder, dirs, names in os.walk(root, followlinks=False):
@@ -63,10 +68,31 @@ class SiteFiles:
                 continue
             for name in names:
                 path = Path(folder) / name
-                if path.is_symlink() or not path.is_file():
+                info = path.lstat()
+                if not stat.S_ISREG(info.st_mode):
                     continue
                 key = name if rel == "." else f"{Path(rel).as_posix()}/{name}"
                 self.files[key] = path
+                self.identity[path] = (info.st_dev, info.st_ino)
+
+    def read(self, path: Path) -> bytes | None:
+        """The bytes of a mapped file, or None when it is no longer the file the walk saw."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != self.identity.get(path):
+                return None
+            parts = []
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+            return b"".join(parts)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def find(self, url_path: str) -> tuple[Path | None, str | None]:
         """(file, redirect): the file for a URL path, or where a folder URL without its
@@ -134,14 +160,11 @@ def create_app(
         path, redirect = files.find(request.url.path)
         if redirect is not None:
             return RedirectResponse(redirect, status_code=301)
-        if path is None:
+        data = files.read(path) if path is not None else None
+        if path is None or data is None:
             missing = files.files.get("404.html")
-            body = missing.read_bytes() if missing is not None else b"not found\n"
-            return Response(body, 404, media_type="text/html" if missing else "text/plain")
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return Response("not found\n", 404, media_type="text/plain")
+            page = files.read(missing) if missing is not None else None
+            return Response(page or b"not found\n", 404, media_type="text/html" if page else "text/plain")
         return Response(data, media_type=_media_type(path.name), headers={"Cache-Control": REVALIDATE})
 
     routes: list[Route | Mount] = [

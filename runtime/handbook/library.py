@@ -96,6 +96,17 @@ class _State:
         return self.bundle.catalog.docs
 
     @cached_property
+    def by_id(self) -> dict[str, int]:
+        """id -> catalog position of its doc in the default language (or, for an id that
+        has no doc in it, in the first language by tag)."""
+        default = self.bundle.catalog.library.default_lang or ""
+        out: dict[str, int] = {}
+        for n, doc in enumerate(self.catalog_docs):
+            if doc.id not in out or str(doc.meta.get("lang") or default) == default:
+                out[doc.id] = n
+        return out
+
+    @cached_property
     def languages(self) -> dict[str, builtins.list[int]]:
         """language -> catalog positions of its docs (a doc without `lang` is in the
         library's default language, "" when there is none)."""
@@ -125,7 +136,6 @@ class Library:
         self.max_response_chars = max_response_chars
         self.last_reload_error: str | None = None
         self._reload_lock = threading.Lock()
-        self._by_id: dict[str, int] | None = None
 
     @classmethod
     def open(
@@ -194,7 +204,7 @@ class Library:
     def filter_problem(self, name: str, value: Any) -> str | None:
         """Why `name=value` can match no doc of this library (an unknown field or value), or None."""
         if name == "lang":
-            return None if str(value) in self.languages() else f"No docs in language {_clip(str(value))!r}."
+            return None if str(value) in self._state.languages else f"No docs in language {_clip(str(value))!r}."
         return _filter_problem(name, value, self._state.bundle.catalog.library.filters)
 
     def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
@@ -237,7 +247,7 @@ class Library:
                 self.last_reload_error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BundleError) else str(exc)
                 return {"reloaded": False, "error": str(exc), **self._identity()}
             changed = state.bundle.manifest != self._state.bundle.manifest
-            self._state, self._by_id, self.last_reload_error = state, None, None
+            self._state, self.last_reload_error = state, None  # one assignment: every map travels with its bundle
             return {"reloaded": True, "changed": changed, **self._identity()}
 
     def _identity(self) -> dict[str, Any]:
@@ -272,7 +282,7 @@ class Library:
                 "indexed": sum(1 for n in positions if n in indexed_docs),
                 "verified": sum(1 for n in positions if state.catalog_docs[n].verified == "verified"),
             }
-            for lang, positions in sorted(self.languages().items())
+            for lang, positions in sorted(state.languages.items())
         }
 
     # -- list ---------------------------------------------------------------------------------
@@ -289,7 +299,7 @@ class Library:
         library = state.bundle.catalog.library
         active = {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
         lang = active.pop("lang", None)  # a doc without `lang` is in the library's default language
-        languages = self.languages()
+        languages = state.languages
         if lang is not None and str(lang) not in languages:
             return {"count": 0, "docs": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
         for name, value in active.items():
@@ -369,7 +379,7 @@ class Library:
         default = state.bundle.catalog.library.default_lang or ""
         fallback = None
         if lang is not None:
-            in_lang = next((n for n in self.languages().get(str(lang), []) if state.catalog_docs[n].id == wanted), None)
+            in_lang = next((n for n in state.languages.get(str(lang), []) if state.catalog_docs[n].id == wanted), None)
             if in_lang is not None:
                 index = in_lang
             else:
@@ -443,20 +453,7 @@ class Library:
         return out
 
     def _index_of(self, state: _State) -> dict[str, int]:
-        """id -> catalog position of its doc in the default language (or, for an id that
-        has no doc in it, in the first language by tag)."""
-        by_id = self._by_id
-        if by_id is None or state is not self._state:
-            default = state.bundle.catalog.library.default_lang or ""
-            by_id = {}
-            for n, doc in enumerate(state.catalog_docs):
-                if doc.id not in by_id or self._lang(doc, default) == default:
-                    by_id.setdefault(doc.id, n)
-                    if self._lang(doc, default) == default:
-                        by_id[doc.id] = n
-            if state is self._state:
-                self._by_id = by_id
-        return by_id
+        return state.by_id
 
     @staticmethod
     def _lang(doc: DocEntry, default: str) -> str:
@@ -496,7 +493,7 @@ class Library:
             return {"count": 0, "hits": [], **checked}
         docs = None
         if lang is not None and str(lang).lower() != "any":
-            languages = self.languages()
+            languages = state.languages
             if str(lang) not in languages:
                 return {"count": 0, "hits": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
             docs = set(languages[str(lang)])

@@ -122,9 +122,21 @@ def _files(listed: dict[str, Any]) -> dict[str, FileEntry]:
         and others_folded.isdisjoint(content)
         and MANIFEST not in listed
         and all(check_path(p) is None for p in others)
+        and not _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & (named | others_folded)
     ):
         _diagnose(listed)
     return dict(zip(paths, map(FileEntry, digests, sizes), strict=True))
+
+
+def _folders(parents: set[str]) -> set[str]:
+    """Every folder on the given parent paths, case-folded (a bundle has a few)."""
+    return {"/".join(p.casefold().split("/")[:depth]) for p in parents for depth in range(1, p.count("/") + 2)}
+
+
+def _file_and_folder(paths: list[str]) -> str | None:
+    """A listed path that is also a folder of another listed path (case-folded), or None."""
+    clash = _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & {p.casefold() for p in paths}
+    return min(clash) if clash else None
 
 
 def _lower_hex(text: str) -> bool:
@@ -153,6 +165,9 @@ def _diagnose(listed: dict[str, Any]) -> None:
         if not (isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])):
             raise FormatError(f"manifest.json: files[{path!r}].sha256 must be 64 lowercase hex digits")
         _require_type(entry["bytes"], int, f"files[{path!r}].bytes")
+    clash = _file_and_folder(list(listed))
+    if clash:
+        raise FormatError(f"manifest.json: {clash!r} is listed as a file and is also a folder of other listed files")
     raise AssertionError("_diagnose found nothing wrong")  # pragma: no cover - _files saw a problem
 
 
