@@ -386,7 +386,7 @@ def _check_path(value: Any, key: str, errors: _Errors) -> str:
     return value
 
 
-EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)$")
+EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$")
 
 
 def _check_expires(value: Any, key: str, errors: _Errors) -> str:

@@ -158,14 +158,22 @@ class _Reader:
                 self.warnings.append(finding(self.path, line, "HB210", f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word"))
             return _constructor.construct_yaml_bool(node)
         if tag.endswith(":int"):
-            number = _constructor.construct_yaml_int(node)
+            try:
+                number = _constructor.construct_yaml_int(node)
+            except ValueError:
+                self.errors.append(finding(self.path, line, "HB206", f"`{name}: {node.value}` is not a number YAML can read; quote it"))
+                return None
             if abs(number) > MAX_SAFE_INTEGER:
                 self.errors.append(finding(self.path, line, "HB211", f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it"))
             return number
         if tag.endswith(":null"):
             return None
         if tag.endswith(":timestamp"):
-            return _constructor.construct_yaml_timestamp(node).isoformat()
+            try:
+                return _constructor.construct_yaml_timestamp(node).isoformat()
+            except ValueError as exc:  # 2026-02-30: shaped like a date, but none
+                self.errors.append(finding(self.path, line, "HB302", f"`{name}: {node.value}` is not a real date ({exc}); fix it or quote it"))
+                return None
         if tag.endswith(":float"):
             self.errors.append(finding(self.path, line, "HB209", f"`{name}: {node.value}` is read as a float; quote it (\"{node.value}\") or use an integer"))
             return None

@@ -27,7 +27,7 @@ from handbook.signing import SIGNING_KEY_ENV, load_private_key
 from . import snippets
 from .config import Config
 from .emit import emit, index_entries
-from .findings import Finding, apply_levels, count
+from .findings import Finding, apply_levels, count, finding
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
 from .seal import BundleWriter, publish, staging
@@ -194,6 +194,10 @@ def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
     source = read(config.docs_dir, path)
     if not isinstance(source, Text):
         return None, [source]
+    too_long = max(4 * config.limits.body_max_chars, 256 * 1024)
+    if len(source.text) > too_long:  # parsed, it would take hundreds of bytes per character
+        return None, [finding(path, 1, "HB402", f"file has {len(source.text):,} characters, far over the "
+                              f"{config.limits.body_max_chars:,} limit; it is not parsed: split the doc")]
     doc, findings = parse(source)
     if doc is not None:
         findings += check_doc(doc, config, _validators(config))

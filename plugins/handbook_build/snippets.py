@@ -119,6 +119,6 @@ def check(doc: Doc, validators: Mapping[str, Validator]) -> list[Finding]:
                 line, message = problem if isinstance(problem, tuple) else (1, str(problem))
                 offset = min(max(int(line), 1), fence.text.count("\n") or 1) - 1
                 findings.append(finding(doc.path, fence.line + offset, "HB501", f"{fence.lang} snippet: {message}"))
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a validator calling sys.exit must not end the check
             findings.append(finding(doc.path, fence.line, "HB502", f"{fence.lang} validator crashed: {type(exc).__name__}: {exc}"))
     return findings

@@ -76,7 +76,10 @@ class Bundle:
             if CATALOG not in self.manifest.signed.files:
                 raise FormatError(f"{CATALOG}: not listed in the manifest")
             catalog = _parse_catalog([self.read(CATALOG, keep=False)])
-            check_agreement(self.manifest, catalog)
+            try:
+                check_agreement(self.manifest, catalog)
+            except (TypeError, AttributeError, ValueError) as exc:  # a field of the wrong type, even if signed
+                raise FormatError(f"{CATALOG}: a field has the wrong type ({type(exc).__name__}: {exc})") from None
             self._catalog = catalog
         return self._catalog
 
@@ -205,9 +208,11 @@ def _close_all(fds: dict[str, int]) -> None:
 
 
 def _read(tree: Tree, name: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes: enough to tell that a file is too long."""
+    """At most `limit` + 1 bytes: enough to tell that a file is too long. The file's
+    size is looked at first, so a huge listed size never becomes a huge allocation."""
     with os.fdopen(tree.open(name), "rb") as fh:
-        return fh.read(limit + 1)
+        size = os.fstat(fh.fileno()).st_size
+        return fh.read(min(size, limit) + 1)
 
 
 def _mismatch_size(name: str, observed: int, expected: int) -> HashMismatchError:

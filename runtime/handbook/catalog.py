@@ -75,6 +75,25 @@ class DocEntry(NamedTuple):
         return out
 
 
+_STRING_FIELDS = ("id", "kind", "title", "summary", "verified", "revision", "content", "url", "source")
+
+
+def _typed(doc: DocEntry) -> DocEntry:
+    """`doc`, if every field has its type (even a signed catalog is not trusted to):
+    handlers slice, join and compare these values. Raises TypeError otherwise."""
+    if not (
+        all(type(getattr(doc, name)) is str for name in _STRING_FIELDS)
+        and type(doc.bytes) is int and type(doc.chars) is int and type(doc.meta) is dict
+        and all(type(word) is str for word in (*doc.keywords, *doc.aliases))
+        and all(type(s.title) is str and type(s.anchor) is str and type(s.level) is int and type(s.start) is int
+                and type(s.end) is int and type(s.chars) is int for s in doc.sections)
+        and all(type(r.path) is str and type(r.sha256) is str and type(r.bytes) is int and type(r.media_type) is str
+                for r in doc.resources)
+    ):
+        raise TypeError(f"doc {str(doc.id)[:80]!r} has a field of the wrong type")
+    return doc
+
+
 _DOC_FIELDS = DocEntry._fields
 _SECTION_FIELDS = Section._fields
 
@@ -126,7 +145,7 @@ class Catalog(NamedTuple):
                 entry["sections"] = tuple(Section(**s) for s in entry["sections"])
                 if "resources" in entry:
                     entry["resources"] = tuple(Resource(**r) for r in entry["resources"])
-                docs.append(DocEntry(**entry))
-        except (KeyError, TypeError, ValueError) as exc:
+                docs.append(_typed(DocEntry(**entry)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})") from None
         return cls(library, tuple(docs))

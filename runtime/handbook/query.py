@@ -60,6 +60,11 @@ def parse(text: object) -> list[Clause]:
     """The clauses of a query; raises QueryError for anything outside the caps."""
     if not isinstance(text, str):
         raise QueryError("invalid_query", f"the query must be a string, not {type(text).__name__}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryError("invalid_query", "the query holds a lone surrogate (broken UTF-16); send text") from None
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError("query_too_long", f"the query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS}: use fewer, more specific words")
     clauses: list[Clause] = []

@@ -167,23 +167,30 @@ class SearchIndex:
         if data[:8] != MAGIC or int.from_bytes(data[8:12], "little") != VERSION:
             raise FormatError(f"{SEARCH}: not a version {VERSION} search file")
         try:
-            header_len = int.from_bytes(data[12:16], "little")
-            header = json.loads(data[16 : 16 + header_len])
-            base = 16 + header_len
-            view = memoryview(data)
-            self._arrays: dict[str, memoryview] = {}
-            for name, (offset, count, typecode) in header["arrays"].items():
-                size = count * _ITEM_SIZE[typecode]
-                chunk = view[base + offset : base + offset + size]
-                if len(chunk) != size:
-                    raise ValueError(f"array {name} runs past the end")
-                if typecode != "B" and sys.byteorder == "big":
-                    chunk = memoryview(_swapped(bytes(chunk), typecode))
-                self._arrays[name] = chunk.cast(typecode) if typecode != "B" else chunk
-            self.fields: list[str] = header["fields"]
-            self.term_table = self.strings("terms")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise FormatError(f"{SEARCH}: malformed ({exc})") from None
+            self._load(data)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+            raise FormatError(f"{SEARCH}: malformed ({type(exc).__name__}: {exc})") from None
+
+    def _load(self, data: bytes) -> None:
+        header_len = int.from_bytes(data[12:16], "little")
+        header = json.loads(data[16 : 16 + header_len])
+        base = 16 + header_len
+        view = memoryview(data)
+        self._arrays: dict[str, memoryview] = {}
+        for name, (offset, count, typecode) in header["arrays"].items():
+            size = count * _ITEM_SIZE[typecode]
+            if offset < 0 or count < 0:
+                raise ValueError(f"array {name} has a negative offset or count")
+            chunk = view[base + offset : base + offset + size]
+            if len(chunk) != size:
+                raise ValueError(f"array {name} runs past the end")
+            if typecode != "B" and sys.byteorder == "big":
+                chunk = memoryview(_swapped(bytes(chunk), typecode))
+            self._arrays[name] = chunk.cast(typecode) if typecode != "B" else chunk
+        self.fields: list[str] = list(header["fields"])
+        if not all(isinstance(f, str) for f in self.fields):
+            raise TypeError("fields must be names")
+        self.term_table = self.strings("terms")
         a = self._arrays
         self.postings, self.post_entry, self.post_score = a["postings"], a["post_entry"], a["post_score"]
         self.term_lunr_index = a["term_lunr_index"]
@@ -191,7 +198,7 @@ class SearchIndex:
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
         if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(self.post_entry) != len(self.post_score):
-            raise FormatError(f"{SEARCH}: array sizes do not agree")
+            raise ValueError("array sizes do not agree")
 
     def strings(self, name: str) -> Strings:
         return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
