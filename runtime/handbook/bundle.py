@@ -268,8 +268,13 @@ def _check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
             folder = parent
     for folder, names in expected.items():
         prefix = folder + "/" if folder else ""
-        with os.scandir(tree.folder(folder)) as it:
-            present = {entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry for entry in it}
+        try:
+            with os.scandir(tree.folder(folder)) as it:
+                present = {entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry for entry in it}
+        except FileNotFoundError:
+            raise MissingFileError(f"{folder}/: a folder of listed files, missing") from None
+        except OSError as exc:  # not a folder, or a link to one: refused
+            raise FormatError(f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused") from None
         unlisted = present.keys() - names
         if unlisted:
             name = min(unlisted)

@@ -128,9 +128,10 @@ def test_check_refuses_what_the_bundle_cannot_hold(make_library: MakeLibrary, tm
     assert code == 1 and any(f"skill/{name}:1:1: HB104" in line for line in lines), lines
 
 
-def test_an_nfd_markdown_name_builds(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_an_nfd_markdown_name_builds(make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A doc's own file name is not a bundle path (content is stored by hash), so an NFD
     markdown name alone is accepted by both check and build."""
+    monkeypatch.delenv("CI", raising=False)  # an unsigned build is refused in CI
     config = make_library({unicodedata.normalize("NFD", "café.md"): doc("cafe")})
     assert check_lines(config) == (0, [])
     assert run_cli("build", "--config", str(config), "--out", str(tmp_path / "out")).exit_code == 0
@@ -549,3 +550,13 @@ def test_archives_refuse_names_a_bundle_cannot_hold(bundle: Path, tmp_path: Path
     with pytest.raises(FormatError, match=message):
         unpack(archive, tmp_path / "out")
     assert not (tmp_path / "out" / "catalog.json").exists()  # checked before a byte is written
+
+
+def test_a_listed_file_in_a_missing_folder_is_a_missing_file(bundle: Path) -> None:
+    """Found by bench/fuzz.py: a manifest naming a file in a folder that is not there was a
+    bare FileNotFoundError from the folder walk."""
+    resign(bundle, lambda files: files.__setitem__("extra/deeper/x.md", FileEntry("0" * 64, 1)))
+    with pytest.raises(MissingFileError, match=r"extra"):
+        open_bundle(bundle, [PUBLIC])
+    with pytest.raises(MissingFileError, match=r"extra"):
+        open_bundle(bundle, [PUBLIC], hash_all=False)
