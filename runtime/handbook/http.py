@@ -7,7 +7,7 @@ Routes (an ASGI app, Starlette; uvicorn runs it):
   there, or 400 for arguments or a query the handler refused.
 - ``/api/v1/openapi.json``: the OpenAPI 3.1 document of those endpoints, made from the
   library's tool definitions.
-- ``/mcp``: MCP over streamable HTTP (`handbook.mcp`), when the MCP SDK is installed.
+- ``/mcp``: MCP over streamable HTTP (`handbook.mcp`).
 - ``/bundle/<file>``: the bundle's files, looked up by name in the verified manifest and
   served from memory as verified (ETag = their sha256; content files, named by their
   hash, are cacheable for good).
@@ -35,7 +35,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import BundleError
@@ -167,7 +167,7 @@ def create_app(
             return Response(page or b"not found\n", 404, media_type="text/html" if page else "text/plain")
         return Response(data, media_type=_media_type(path.name), headers={"Cache-Control": REVALIDATE})
 
-    routes: list[Route | Mount] = [
+    routes: list[Route] = [
         Route(API + "/{name}", api, methods=["GET"]),
         Route("/bundle/{name:path}", bundle_file, methods=["GET", "HEAD"]),
     ]
