@@ -17,6 +17,7 @@ import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.errors import BundleError, KeyFormatError
+from handbook.manifest import utc_seconds
 from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 
 from . import pipeline
@@ -123,10 +124,8 @@ def build(config_path: str, out: str | None, key_file: str | None, strict: bool,
     if expires is not None:
         if not EXPIRES.fullmatch(expires):
             raise click.BadParameter(f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z", param_hint="--expires")
-        try:
-            time.strptime(expires, "%Y-%m-%dT%H:%M:%SZ") if expires.endswith("Z") else None
-        except ValueError:
-            raise click.BadParameter(f"{expires} is not a real time (check the month, day and hour)", param_hint="--expires") from None
+        if expires.endswith("Z") and utc_seconds(expires) is None:
+            raise click.BadParameter(f"{expires} is not a real time (check the month, day and hour)", param_hint="--expires")
         if expires.endswith("Z") and pipeline.expiry(pipeline.build_time(), expires) <= pipeline.build_time():
             raise click.BadParameter(f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires")
         config = dataclasses.replace(config, expires=expires)

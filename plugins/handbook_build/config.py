@@ -12,7 +12,6 @@ read as opaque values here, since Handbook needs none of them.
 
 from __future__ import annotations
 
-import calendar
 import os
 import re
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from handbook.manifest import utc_seconds
 
 from .findings import Finding, finding
 from .rules import LEVELS, RULES, Level
@@ -37,6 +38,8 @@ VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 BUILTIN_FIELDS = ("id", "title", "kind", "summary")
 DEFAULT_BUNDLE_DIR = "build/bundle"
+LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+"""A language tag, as `lang` and `default_lang` take it: en, de, pt-BR."""
 VERIFIED_STATES = ("verified", "field_tested", "unverified")
 
 
@@ -392,25 +395,19 @@ EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{
 def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not EXPIRES.fullmatch(value):
         errors.add(key, f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)")
-    elif value.endswith("Z") and not _real_time(value):
+        return str(value)
+    seconds = utc_seconds(value) if value.endswith("Z") else None
+    if value.endswith("Z") and seconds is None:
         errors.add(key, f"{value} is not a real time (check the month, day and hour)")
-    elif value.endswith("Z") and calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ")) <= time.time():
+    elif seconds is not None and seconds <= time.time():
         errors.add(key, f"{value} is in the past: readers would refuse the bundle; give a later time or a duration")
-    return str(value)
+    return value
 
 
 def _check_lang(value: Any, key: str, errors: _Errors) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*", value):
+    if not isinstance(value, str) or not LANG.fullmatch(value):
         errors.add(key, f"{value!r} is not a language tag like en, de or pt-BR")
     return str(value)
-
-
-def _real_time(text: str) -> bool:
-    try:
-        time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
-        return False
-    return True
 
 
 def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:

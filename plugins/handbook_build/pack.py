@@ -10,16 +10,14 @@ temporary file and renamed into place.
 
 from __future__ import annotations
 
-import calendar
 import gzip
 import io
 import os
 import tarfile
-import time
 from pathlib import Path
 
 from handbook.bundle import Bundle, open_bundle
-from handbook.manifest import MANIFEST
+from handbook.manifest import MANIFEST, utc_seconds
 
 
 def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys: tuple[str, ...] = (),
@@ -27,7 +25,7 @@ def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys:
     """Verify the bundle at `bundle_path` and write it to the archive `out`."""
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
-    mtime = calendar.timegm(time.strptime(signed.built_at, "%Y-%m-%dT%H:%M:%SZ"))
+    mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
     names = sorted([MANIFEST, *signed.files])
     folders = sorted({"/".join(name.split("/")[:depth]) for name in names for depth in range(1, name.count("/") + 1)})
     target = Path(out)

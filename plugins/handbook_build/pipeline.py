@@ -3,7 +3,6 @@ plugin both call `check`, so they can never disagree about a library."""
 
 from __future__ import annotations
 
-import calendar
 import gc
 import multiprocessing
 import os
@@ -22,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle
 from handbook.errors import KeyFormatError
+from handbook.manifest import utc_seconds, utc_time
 from handbook.signing import SIGNING_KEY_ENV, load_private_key
 
 from . import snippets
@@ -68,7 +68,7 @@ def build_time(now: float | None = None) -> str:
     """`SOURCE_DATE_EPOCH` when set (reproducible builds), else now; UTC, whole seconds."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     seconds = int(epoch) if epoch and epoch.strip().isdigit() else int(now if now is not None else time.time())
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    return utc_time(seconds)
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,7 @@ def expiry(built_at: str, value: str) -> str:
     if match is None:
         return value  # a time, checked when the configuration was read
     seconds = int(match.group(1)) * (86_400 if match.group(2) == "d" else 3_600)
-    start = calendar.timegm(time.strptime(built_at, "%Y-%m-%dT%H:%M:%SZ"))
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + seconds))
+    return utc_time((utc_seconds(built_at) or 0) + seconds)
 
 
 def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) -> tuple[Ed25519PrivateKey | None, str]:

@@ -10,14 +10,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .config import Config
+from .config import LANG, Config
 from .findings import Finding, finding
 from .parse import Doc
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 STRING_FIELDS = ("id", "title", "kind", "summary", "verified", "version", "lang", "effective_date")
 LIST_FIELDS = ("keywords", "aliases")
 

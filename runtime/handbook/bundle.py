@@ -14,7 +14,6 @@ the bundle is refused, not followed.
 
 from __future__ import annotations
 
-import calendar
 import hashlib
 import json
 import os
@@ -34,7 +33,7 @@ from .errors import (
     MissingFileError,
     UnlistedFileError,
 )
-from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey, trusted_keys, verify
 
 _CHUNK = 1 << 20
@@ -153,8 +152,8 @@ def check_expiry(manifest: Manifest, now: float | None = None) -> None:
     expires = manifest.signed.expires
     if expires is None:
         return
-    deadline = calendar.timegm(time.strptime(expires, "%Y-%m-%dT%H:%M:%SZ"))
-    if (time.time() if now is None else now) >= deadline:
+    deadline = utc_seconds(expires)
+    if deadline is None or (time.time() if now is None else now) >= deadline:
         raise ExpiredError(f"{MANIFEST}: expired at {expires}; fetch a newer bundle (the build sets expires)")
 
 

@@ -29,6 +29,7 @@ from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
 from .collect import DEFAULT_ASK_SOURCES, DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, ask, collect
 from .errors import BundleError, LibraryMismatchError
+from .manifest import utc_time
 from .query import QueryError, parse
 from .search import SEARCH, Hit, SearchIndex
 from .signing import PublicKey
@@ -102,7 +103,7 @@ class _State:
         default = self.bundle.catalog.library.default_lang or ""
         out: dict[str, int] = {}
         for n, doc in enumerate(self.catalog_docs):
-            if doc.id not in out or str(doc.meta.get("lang") or default) == default:
+            if doc.id not in out or doc_lang(doc, default) == default:
                 out[doc.id] = n
         return out
 
@@ -113,7 +114,7 @@ class _State:
         default = self.bundle.catalog.library.default_lang or ""
         out: dict[str, builtins.list[int]] = {}
         for n, doc in enumerate(self.catalog_docs):
-            out.setdefault(str(doc.meta.get("lang") or default), []).append(n)
+            out.setdefault(doc_lang(doc, default), []).append(n)
         return out
 
     @cached_property
@@ -210,7 +211,7 @@ class Library:
     def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
         """Whether `doc` passes every filter, as `list` applies them."""
         default = self._state.bundle.catalog.library.default_lang or ""
-        return all(self._lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
+        return all(doc_lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
 
     def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
         """The stemmed words of one section (or of a doc's overview when `anchor` is
@@ -384,7 +385,7 @@ class Library:
                 index = in_lang
             else:
                 fallback = {"requested_lang": str(lang)[:20], "fallback": True,
-                            "hint": f"no {str(lang)[:20]} version of {wanted}; served the {self._lang(state.catalog_docs[index], default) or 'default'} one"}
+                            "hint": f"no {str(lang)[:20]} version of {wanted}; served the {doc_lang(state.catalog_docs[index], default) or 'default'} one"}
         doc = state.catalog_docs[index]
         if revision is not None and revision != doc.revision:
             return {"found": False, "id": doc.id, "code": "unavailable_revision", "revision": doc.revision,
@@ -401,9 +402,9 @@ class Library:
             "url": doc.url,
             "sections": sections,
         }
-        doc_lang = self._lang(doc, default)
-        if doc_lang:
-            out["lang"] = doc_lang
+        language = doc_lang(doc, default)
+        if language:
+            out["lang"] = language
         if doc.resources:
             out["resources"] = [{"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources]
         if fallback:
@@ -454,11 +455,6 @@ class Library:
 
     def _index_of(self, state: _State) -> dict[str, int]:
         return state.by_id
-
-    @staticmethod
-    def _lang(doc: DocEntry, default: str) -> str:
-        """A doc's language: its `lang`, else the library's default ("" when neither)."""
-        return str(doc.meta.get("lang") or default)
 
     def languages(self) -> dict[str, builtins.list[int]]:
         """language -> catalog positions of its docs."""
@@ -628,7 +624,7 @@ def _load(bundle: Bundle) -> _State:
     if SEARCH not in bundle.manifest.signed.files:
         raise BundleError(f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook")
     search = SearchIndex(bundle.read(SEARCH))
-    return _State(bundle, search, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return _State(bundle, search, utc_time(time.time()))
 
 
 def _limit(value: Any, default: int) -> int | dict[str, Any]:
@@ -674,6 +670,11 @@ def _list_hint(count: int, limit: int, filtered: bool, query: Any) -> str:
     if count > limit:
         return f"{count} docs match; showing {limit}. Narrow with filters or a query, or raise limit (at most {MAX_LIMIT})."
     return "Fetch a doc with get(id), or one section with get(id, section)."
+
+
+def doc_lang(doc: DocEntry, default: str) -> str:
+    """A doc's language: its `lang`, else the library's default ("" when neither)."""
+    return str(doc.meta.get("lang") or default)
 
 
 def _identities(doc: DocEntry) -> set[str]:

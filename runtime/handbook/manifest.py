@@ -10,6 +10,7 @@ that is the signature checked, and only after the signature are the files truste
 
 from __future__ import annotations
 
+import calendar
 import re
 import time
 import unicodedata
@@ -91,7 +92,7 @@ class Signed(NamedTuple):
         for key in ("library", "version"):
             _require_type(data[key], str, f"signed.{key}")
         for key in ("built_at", "expires"):
-            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key]) and _real_time(data[key])):
+            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key]) and utc_seconds(data[key]) is not None):
                 raise FormatError(f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z")
         _require_type(data["docs"], int, "signed.docs")
         _require_type(data["files"], dict, "signed.files")
@@ -206,13 +207,21 @@ class Manifest(NamedTuple):
         return cls(Signed.from_dict(value["signed"]), tuple(signatures), data[start:-1])
 
 
-def _real_time(text: str) -> bool:
-    """A time that exists (no 30 February, no hour 24), not only one shaped like it."""
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""Every time in a bundle: UTC, whole seconds, like 2026-01-31T12:00:00Z."""
+
+
+def utc_seconds(text: str) -> int | None:
+    """Seconds since the epoch of a bundle time, or None when there is no such time
+    (30 February, hour 24), not only one shaped like it."""
     try:
-        time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+        return calendar.timegm(time.strptime(text, TIME_FORMAT))
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def utc_time(seconds: float) -> str:
+    return time.strftime(TIME_FORMAT, time.gmtime(seconds))
 
 
 def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:

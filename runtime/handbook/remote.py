@@ -43,7 +43,7 @@ from .errors import (
     LibraryMismatchError,
     RollbackError,
 )
-from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
 from .signing import PublicKey, trusted_keys, verify
 
 DEFAULT_TIMEOUT = 120.0
@@ -151,7 +151,7 @@ class HighWater:
         mark = data.get(key)
         if mark and _version_key(version) < _version_key(mark["version"]):
             return  # an allowed rollback does not lower the mark
-        data[key] = {"version": version, "manifest_sha256": digest, "source": source, "accepted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        data[key] = {"version": version, "manifest_sha256": digest, "source": source, "accepted_at": utc_time(time.time())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
