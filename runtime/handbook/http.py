@@ -425,8 +425,8 @@ def serve(
     reloader = Reloader(library, bundle_path, reload_interval,
                         on_reload=lambda answer: announce(_describe_reload(answer)))
     reloader.start()
-    status = library.status()
-    announce(f"serving {status['library']} {status['version']} ({status['docs']} docs, signature {status['signature']}) "
+    signed = library.bundle.manifest.signed  # the manifest says it all; the catalog waits for the first request
+    announce(f"serving {signed.library} {signed.version} ({signed.docs} docs, signature {library.bundle.signature_state}) "
              f"at http://{shown}:{bound}/  API {API}/  MCP /mcp" + ("  (bearer token required)" if token else ""))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     try:

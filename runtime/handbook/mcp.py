@@ -81,7 +81,8 @@ def build_server(library: Library) -> Server[Any]:
             types.Tool(
                 name=t["name"], title=t.get("title"), description=t["description"], input_schema=t["inputSchema"],
                 output_schema=t["outputSchema"], annotations=types.ToolAnnotations(
-                    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+                    read_only_hint=t["annotations"]["readOnlyHint"], destructive_hint=t["annotations"]["destructiveHint"],
+                    idempotent_hint=t["annotations"]["idempotentHint"], open_world_hint=t["annotations"]["openWorldHint"]),
             )
             for t in _tools(library)
         ])

@@ -41,6 +41,7 @@ from .errors import (
     DownloadError,
     HashMismatchError,
     LibraryMismatchError,
+    MissingFileError,
     RollbackError,
 )
 from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
@@ -106,8 +107,14 @@ def fetch(
             data = _download(base + urllib.parse.quote(name), entry.bytes, deadline, name)
             _check(name, data, entry)
             _store(objects, entry.sha256, data)
-    folder = _assemble(cache / "bundles" / digest, objects, raw, signed.files)
-    open_bundle(folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True)  # as any local bundle
+    folder = cache / "bundles" / digest
+    try:  # a folder already assembled for this manifest is reused when it verifies
+        if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != raw:
+            raise MissingFileError(f"{folder}: not assembled for this manifest")
+        open_bundle(folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True)
+    except (BundleError, OSError):
+        _assemble(folder, objects, raw, signed.files)
+        open_bundle(folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True)  # as any local bundle
     marks.accept(signed.library, trusted, signed.version, digest, url)
     return folder
 
@@ -227,15 +234,9 @@ def _store(objects: Path, sha256: str, data: bytes) -> None:
 
 def _assemble(folder: Path, objects: Path, manifest: bytes, files: Mapping[str, FileEntry]) -> Path:
     """The bundle folder for this manifest, built beside and renamed into place. A folder
-    already there (another reader may have it open) is reused when its files are the
-    listed ones, and otherwise moved aside, never emptied under a reader."""
-    if folder.is_dir():
-        try:
-            open_bundle(folder, allow_unsigned=True, hash_all=True, check_expires=False)
-            if (folder / MANIFEST).read_bytes() == manifest:
-                return folder
-        except (BundleError, OSError):
-            pass
+    already there (another reader may have it open) is moved aside, never emptied
+    under a reader."""
+    if folder.exists() or folder.is_symlink():
         os.replace(folder, folder.with_name(f".old-{uuid.uuid4().hex}"))
     tmp = folder.with_name(f".tmp-{uuid.uuid4().hex}")
     tmp.mkdir(parents=True)
