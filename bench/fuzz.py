@@ -51,6 +51,7 @@ extras (hypothesis) and, for the atheris engine, `pip install atheris`.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import copy
@@ -346,17 +347,20 @@ def known_bug(exc: BaseException) -> KnownBug | None:
 # -- the targets ------------------------------------------------------------------------------
 
 
-class Target:
+class Target(abc.ABC):
+    """One parser under fuzzing: `make` draws an input, `run` feeds it to the parser."""
+
     name = ""
     declared: tuple[type[BaseException], ...] = ()
 
+    @abc.abstractmethod
     def make(self, draw: Draw) -> Any:
-        raise NotImplementedError
+        """An input, drawn from the fuzzing engine's data."""
 
+    @abc.abstractmethod
     def run(self, value: Any) -> str:
         """"accepted" or "refused" (a declared refusal that is an answer, not an
         exception); raise a declared error to refuse, AssertionError for a broken contract."""
-        raise NotImplementedError
 
     def describe(self, value: Any) -> str:
         text = repr(value)

@@ -142,6 +142,9 @@ def test_the_harness_catches_undeclared_exceptions_and_hangs() -> None:
     class Broken(fuzz.Target):
         name, declared = "broken", (ValueError,)
 
+        def make(self, draw: Any) -> Any:
+            return draw
+
         def run(self, value: Any) -> str:
             if value == "type":
                 raise TypeError("undeclared")
@@ -164,6 +167,9 @@ def test_known_bugs_are_tolerated_only_where_they_are() -> None:
 
     class Elsewhere(fuzz.Target):
         name = "elsewhere"
+
+        def make(self, draw: Any) -> Any:
+            return draw
 
         def run(self, value: Any) -> str:
             raise RecursionError("not from search.py")
