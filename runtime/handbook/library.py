@@ -204,14 +204,11 @@ class Library:
 
     def filter_problem(self, name: str, value: Any) -> str | None:
         """Why `name=value` can match no doc of this library (an unknown field or value), or None."""
-        if name == "lang":
-            return None if str(value) in self._state.languages else f"No docs in language {_clip(str(value))!r}."
-        return _filter_problem(name, value, self._state.bundle.catalog.library.filters)
+        return _state_filter_problem(self._state, name, value)
 
     def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
         """Whether `doc` passes every filter, as `list` applies them."""
-        default = self._state.bundle.catalog.library.default_lang or ""
-        return all(doc_lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
+        return _state_matches(self._state, doc, filters)
 
     def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
         """The stemmed words of one section (or of a doc's overview when `anchor` is
@@ -299,17 +296,11 @@ class Library:
         docs = state.catalog_docs
         library = state.bundle.catalog.library
         active = {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
-        lang = active.pop("lang", None)  # a doc without `lang` is in the library's default language
-        languages = state.languages
-        if lang is not None and str(lang) not in languages:
-            return {"count": 0, "docs": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
         for name, value in active.items():
-            problem = _filter_problem(name, value, library.filters)
+            problem = _state_filter_problem(state, name, value)
             if problem:
                 return {"count": 0, "docs": [], "returned": 0, "hint": problem}
-        in_lang = set(languages[str(lang)]) if lang is not None else None
-        selected = [n for n, doc in enumerate(docs)
-                    if (in_lang is None or n in in_lang) and all(_matches(_field(doc, k), v) for k, v in active.items())]
+        selected = [n for n, doc in enumerate(docs) if _state_matches(state, doc, active)]
         if query is not None and str(query).strip():
             try:
                 ranked = self._rank_docs(state, str(query), set(selected))
@@ -489,10 +480,10 @@ class Library:
             return {"count": 0, "hits": [], **checked}
         docs = None
         if lang is not None and str(lang).lower() != "any":
-            languages = state.languages
-            if str(lang) not in languages:
-                return {"count": 0, "hits": [], "returned": 0, "hint": f"no docs in language {str(lang)[:20]!r}; the languages are {', '.join(sorted(languages))}"}
-            docs = set(languages[str(lang)])
+            problem = _state_filter_problem(state, "lang", lang)
+            if problem:
+                return {"count": 0, "hits": [], "returned": 0, "hint": problem}
+            docs = set(state.languages[str(lang)])
         try:
             total, hits = state.search.search(parse(query), checked, docs=docs)
         except QueryError as exc:
@@ -670,6 +661,21 @@ def _list_hint(count: int, limit: int, filtered: bool, query: Any) -> str:
     if count > limit:
         return f"{count} docs match; showing {limit}. Narrow with filters or a query, or raise limit (at most {MAX_LIMIT})."
     return "Fetch a doc with get(id), or one section with get(id, section)."
+
+
+def _state_filter_problem(state: _State, name: str, value: Any) -> str | None:
+    """Why `name=value` matches no doc of this state's bundle, or None. `lang` is every
+    doc's language, its own or the library's default."""
+    if name == "lang":
+        if str(value) in state.languages:
+            return None
+        return f"No docs in language {_clip(str(value))!r}; the languages are {', '.join(sorted(state.languages))}."
+    return _filter_problem(name, value, state.bundle.catalog.library.filters)
+
+
+def _state_matches(state: _State, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
+    default = state.bundle.catalog.library.default_lang or ""
+    return all(doc_lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
 
 
 def doc_lang(doc: DocEntry, default: str) -> str:
