@@ -21,8 +21,8 @@ from typing import Any
 from mkdocs.structure.files import File
 
 from handbook import canonical, search
-from handbook.catalog import CATALOG, Catalog, DocEntry, Library, Resource, Section
-from handbook.search import SEARCH
+from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
+from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
 from handbook.tools import definitions
 
 from .config import Config
@@ -30,9 +30,6 @@ from .lunr_index import Entry, LunrIndex
 from .parse import Doc
 from .seal import BundleWriter
 
-INDEX = "index.json"
-TOOLS = "tools.json"
-LLMS = "llms.txt"
 CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
 MAX_FILTER_VALUES = 50
 """A field with more distinct values than this is still filterable, but its values
@@ -49,7 +46,7 @@ def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: Bun
     for doc in docs:
         body = doc.body.encode("utf-8")
         sha = hashlib.sha256(body).hexdigest()
-        path = f"content/{sha}.md"
+        path = content_path(sha)
         if path not in writer.files:  # two docs with the same body share one file
             writer.write(path, body)
         attached = tuple(_resource(config, doc.path, rel, writer) for rel in (resources or {}).get(doc.path, ()))
@@ -130,7 +127,7 @@ def _entry(doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Res
     meta = doc.meta
     offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
     sections = tuple(
-        Section(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start) for s in doc.sections
+        SectionEntry(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start) for s in doc.sections
     )
     return DocEntry(
         id=doc.id,
@@ -142,7 +139,7 @@ def _entry(doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Res
         aliases=tuple(meta.get("aliases") or ()),
         meta={k: v for k, v in meta.items() if k not in CORE_FIELDS},
         revision=revision(doc, resources),
-        content=f"content/{sha}.md",
+        content=content_path(sha),
         bytes=len(body),
         chars=len(doc.body),
         url=File(doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls).url,
@@ -161,7 +158,7 @@ def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:
     return out
 
 
-def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
+def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
     values: dict[str, Counter[str]] = defaultdict(Counter)
     for doc in docs:
         for name, value in doc.meta.items():
@@ -174,7 +171,7 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> Library:
         name: {"docs": sum(1 for d in docs if name in d.meta), "values": sorted(seen) if len(seen) <= MAX_FILTER_VALUES else None}
         for name, seen in sorted(values.items())
     }
-    return Library(
+    return LibraryInfo(
         name=config.library,
         version=config.version,
         built_at=built_at,

@@ -38,6 +38,7 @@ from mkdocs.structure.pages import Page
 from handbook.bundle import Bundle
 from handbook.catalog import DocEntry
 from handbook.errors import BundleError, KeyFormatError
+from handbook.layout import LLMS
 from handbook.signing import SIGNING_KEY_ENV
 
 from . import pages, pipeline
@@ -48,7 +49,6 @@ from .seal import PublishError
 log = logging.getLogger("mkdocs.plugins.handbook")
 
 SITE_BUNDLE = "bundle"
-LLMS_TXT = "llms.txt"
 
 
 class HandbookConfig(base.Config):
@@ -118,8 +118,8 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         if key is None:
             log.info(f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it")
         files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
-        if files.get_file_from_path(LLMS_TXT) is None:
-            files.append(File.generated(config, LLMS_TXT, content=built.bundle.read(LLMS_TXT)))
+        if files.get_file_from_path(LLMS) is None:
+            files.append(File.generated(config, LLMS, content=built.bundle.read(LLMS)))
         if files.get_file_from_path(pages.CATALOG_PAGE) is None:
             files.append(File.generated(config, pages.CATALOG_PAGE, content=pages.catalog_markdown(catalog.library, catalog.docs)))
         return files

@@ -17,7 +17,8 @@ import tarfile
 from pathlib import Path
 
 from handbook.bundle import Bundle, open_bundle
-from handbook.manifest import MANIFEST, utc_seconds
+from handbook.layout import MANIFEST
+from handbook.manifest import utc_seconds
 
 
 def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys: tuple[str, ...] = (),

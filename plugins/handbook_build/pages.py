@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from handbook.catalog import DocEntry, Library
+from handbook.catalog import DocEntry, LibraryInfo
 
 CSS_PATH = "assets/handbook/handbook.css"
 CATALOG_PAGE = "catalog.md"
@@ -72,7 +72,7 @@ def badge(state: str) -> str:
     return f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">{escape(BADGE_TEXT.get(state, state))}</span>'
 
 
-def header_card(doc: DocEntry, library: Library, raw_url: str) -> str:
+def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
     """The card a doc page opens with. `raw_url` is the page's link to its markdown."""
     facts = [(name, doc.meta.get(name)) for name in ("version", "effective_date")]
     facts += [(name, doc.meta.get(name)) for name in library.list_fields if name not in ("version", "effective_date")]
@@ -116,7 +116,7 @@ def insert_card(markdown: str, card: str) -> str:
     return f"{card}\n\n{markdown}"
 
 
-def catalog_markdown(library: Library, docs: Sequence[DocEntry]) -> str:
+def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
     """The catalog page: every doc grouped by kind (in the vocabulary's order), with its
     summary and verified state; links are to the docs' source files, which MkDocs
     resolves and checks like any other link."""

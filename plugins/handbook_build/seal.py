@@ -34,7 +34,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle, open_bundle
 from handbook.errors import BundleError
-from handbook.manifest import MANIFEST, FileEntry, Manifest, Signed, check_path
+from handbook.layout import MANIFEST
+from handbook.manifest import FileEntry, Manifest, Signed, check_path
 from handbook.signing import MANIFEST_TAG, PublicKey, public_key_of, sign
 
 

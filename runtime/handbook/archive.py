@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import FormatError
-from .manifest import MANIFEST, check_path
+from .layout import MANIFEST
+from .manifest import check_path
 
 MAX_MEMBERS = 200_000
 MAX_TOTAL_BYTES = 4 * 1024**3

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .catalog import CATALOG, Catalog
+from .catalog import Catalog
 from .errors import (
     ExpiredError,
     FormatError,
@@ -33,7 +33,8 @@ from .errors import (
     MissingFileError,
     UnlistedFileError,
 )
-from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
+from .layout import CATALOG, CONTENT_DIR, MANIFEST, is_content
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey, trusted_keys, verify
 
 _CHUNK = 1 << 20
@@ -94,7 +95,7 @@ class Bundle:
                 return data
         data = _read_verified(self.tree, self.manifest, name)
         with self._lock:
-            if not name.startswith("content/"):
+            if not name.startswith(CONTENT_DIR + "/"):
                 if keep:
                     self._core[name] = data
             elif name not in self._content:
@@ -338,7 +339,7 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
             if check_path(resource.path) or resource.path.startswith(".."):
                 raise FormatError(f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}")
             referenced.add(resource.file)
-    orphans = sorted(p for p in signed.files if p.startswith(("content/", "resources/")) and p not in referenced)
+    orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
     if orphans:
         raise FormatError(f"{orphans[0]}: a content file no doc refers to")
 

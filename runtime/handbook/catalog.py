@@ -13,11 +13,10 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import FormatError
+from .layout import CATALOG, content_sha, resource_path
 
-CATALOG = "catalog.json"
 
-
-class Section(NamedTuple):
+class SectionEntry(NamedTuple):
     title: str
     anchor: str
     level: int
@@ -37,7 +36,7 @@ class Resource(NamedTuple):
 
     @property
     def file(self) -> str:
-        return f"resources/{self.sha256}"
+        return resource_path(self.sha256)
 
 
 class DocEntry(NamedTuple):
@@ -55,13 +54,13 @@ class DocEntry(NamedTuple):
     chars: int
     url: str
     source: str
-    sections: tuple[Section, ...] = ()
+    sections: tuple[SectionEntry, ...] = ()
     resources: tuple[Resource, ...] = ()
 
     @property
     def sha256(self) -> str:
         """The content file is named by the sha256 of its bytes."""
-        return self.content.removeprefix("content/").removesuffix(".md")
+        return content_sha(self.content)
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _DOC_FIELDS}
@@ -95,10 +94,12 @@ def _typed(doc: DocEntry) -> DocEntry:
 
 
 _DOC_FIELDS = DocEntry._fields
-_SECTION_FIELDS = Section._fields
+_SECTION_FIELDS = SectionEntry._fields
 
 
-class Library(NamedTuple):
+class LibraryInfo(NamedTuple):
+    """What the catalog says about the library as a whole."""
+
     name: str
     version: str
     built_at: str
@@ -122,7 +123,7 @@ class Library(NamedTuple):
 
 
 class Catalog(NamedTuple):
-    library: Library
+    library: LibraryInfo
     docs: tuple[DocEntry, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -136,13 +137,13 @@ class Catalog(NamedTuple):
             lib = dict(data["library"])
             lib["list_fields"] = tuple(lib.get("list_fields", ()))
             lib["required"] = tuple(lib.get("required", ()))
-            library = Library(**lib)
+            library = LibraryInfo(**lib)
             raw = data["docs"]
             docs = []
             for n, entry in enumerate(raw):
                 raw[n] = None
                 entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
-                entry["sections"] = tuple(Section(**s) for s in entry["sections"])
+                entry["sections"] = tuple(SectionEntry(**s) for s in entry["sections"])
                 if "resources" in entry:
                     entry["resources"] = tuple(Resource(**r) for r in entry["resources"])
                 docs.append(_typed(DocEntry(**entry)))

@@ -223,10 +223,11 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
 def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
     """Print the library's agent tool definitions, from its verified tools.json, in
     the shape each ecosystem expects."""
+    from .layout import TOOLS
     from .tools import convert
 
     library = _library(bundle_path, keys, allow_unsigned)
-    definitions = json.loads(library.bundle.read("tools.json"))["tools"]
+    definitions = json.loads(library.bundle.read(TOOLS))["tools"]
     out = convert(definitions, fmt)
     click.echo(out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False))
 

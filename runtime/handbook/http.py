@@ -39,8 +39,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import BundleError
+from .layout import MANIFEST, TOOLS, is_content
 from .library import Library
-from .manifest import MANIFEST
 
 API = "/api/v1"
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -151,7 +151,7 @@ def create_app(
             digest = entry.sha256
             data = bundle.read(name)
         etag = f'"{digest}"'
-        headers = {"ETag": etag, "Cache-Control": IMMUTABLE if name.startswith("content/") else REVALIDATE}
+        headers = {"ETag": etag, "Cache-Control": IMMUTABLE if is_content(name) else REVALIDATE}
         if etag in _etags(request.headers.get("if-none-match", "")):
             return Response(status_code=304, headers=headers)
         return Response(data, media_type=_media_type(name), headers=headers)
@@ -287,7 +287,7 @@ def _media_type(name: str) -> str:
 def openapi(library: Library) -> dict[str, Any]:
     """OpenAPI 3.1 for the JSON API, from the library's tool definitions (so the HTTP
     parameters and answers are described exactly as agents' tools are)."""
-    tools = {t["name"]: t for t in json.loads(library.bundle.read("tools.json"))["tools"]}
+    tools = {t["name"]: t for t in json.loads(library.bundle.read(TOOLS))["tools"]}
     signed = library.bundle.manifest.signed
     paths: dict[str, Any] = {}
     for endpoint, tool, rename in (("list", "knowledge_list", {}), ("get", "knowledge_get", {"doc_id": "id"}),

@@ -29,9 +29,10 @@ from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
 from .collect import DEFAULT_ASK_SOURCES, DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, ask, collect
 from .errors import BundleError, LibraryMismatchError
+from .layout import SEARCH, content_path
 from .manifest import utc_time
 from .query import QueryError, parse
-from .search import SEARCH, Hit, SearchIndex
+from .search import Hit, SearchIndex
 from .signing import PublicKey
 from .stemmer import stem
 
@@ -507,7 +508,7 @@ class Library:
 
     def _excerpt(self, state: _State, hit: Hit, doc: int) -> str:
         index = state.search
-        content = state.bundle.read(f"content/{index.content_sha(doc)}.md")
+        content = state.bundle.read(content_path(index.content_sha(doc)))
         text = content[index.entry_start[hit.entry] : index.entry_end[hit.entry]].decode("utf-8", "replace")
         text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
         position = 0

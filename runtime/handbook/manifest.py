@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 
 from . import canonical
 from .errors import FormatError
+from .layout import MANIFEST
 
 SPEC = "handbook/v1"
-MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ENTRY_KEYS = {"sha256", "bytes"}

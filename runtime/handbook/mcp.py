@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp
 
 from . import __version__
+from .layout import TOOLS
 from .library import Library
 
 SCHEME = "handbook://"
@@ -38,7 +39,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 def _tools(library: Library) -> list[dict[str, Any]]:
-    definitions: list[dict[str, Any]] = json.loads(library.bundle.read("tools.json"))["tools"]
+    definitions: list[dict[str, Any]] = json.loads(library.bundle.read(TOOLS))["tools"]
     return definitions
 
 

@@ -44,7 +44,8 @@ from .errors import (
     MissingFileError,
     RollbackError,
 )
-from .manifest import MANIFEST, MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
+from .layout import MANIFEST
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
 from .signing import PublicKey, trusted_keys, verify
 
 DEFAULT_TIMEOUT = 120.0

@@ -48,9 +48,9 @@ from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from .errors import FormatError
+from .layout import SEARCH
 from .query import FIELDS, Clause
 
-SEARCH = "search.bin"
 MAGIC = b"HBSEARCH"
 VERSION = 1
 MAX_EXPANSIONS = 1000

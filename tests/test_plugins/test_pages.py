@@ -6,10 +6,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from handbook.catalog import DocEntry, Library
+from handbook.catalog import DocEntry, LibraryInfo
 from handbook_build import pages
 
-LIBRARY = Library(name="plant-floor", version="1.2.0", built_at="2026-01-01T00:00:00Z", vocab={"kind": ["device", "guide"]}, list_fields=("vendor", "protocol"))
+LIBRARY = LibraryInfo(name="plant-floor", version="1.2.0", built_at="2026-01-01T00:00:00Z", vocab={"kind": ["device", "guide"]}, list_fields=("vendor", "protocol"))
 
 
 def doc(**changes: object) -> DocEntry:

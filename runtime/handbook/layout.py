@@ -1,0 +1,44 @@
+"""Where everything lives in a bundle: the one place that names its files.
+
+The build writes these paths and every reader (the bundle verifier, the library, the
+transports) looks them up here, so a file is renamed or added in one line. The format
+spec (docs/spec/bundle.md) describes each file; its version policy says which additions
+readers of the same major version accept.
+"""
+
+from __future__ import annotations
+
+MANIFEST = "manifest.json"
+"""The signed list of every other file with its sha256 and size."""
+CATALOG = "catalog.json"
+"""Library metadata and one entry per doc."""
+SEARCH = "search.bin"
+"""The runtime's compact search file (`handbook.search`)."""
+INDEX = "index.json"
+"""The lunr 2.3 index, for lunr.js and lunr.py readers."""
+TOOLS = "tools.json"
+"""The agent tool definitions, for offline consumers (generated from `handbook.tools`)."""
+LLMS = "llms.txt"
+"""The llms.txt view of the library."""
+CONTENT_DIR = "content"
+RESOURCES_DIR = "resources"
+
+
+def content_path(sha256: str) -> str:
+    """A doc body's file, named by the sha256 of its bytes."""
+    return f"{CONTENT_DIR}/{sha256}.md"
+
+
+def content_sha(path: str) -> str:
+    """The sha256 a content file is named by."""
+    return path.removeprefix(CONTENT_DIR + "/").removesuffix(".md")
+
+
+def resource_path(sha256: str) -> str:
+    """An attached file's bytes, named by their sha256."""
+    return f"{RESOURCES_DIR}/{sha256}"
+
+
+def is_content(path: str) -> bool:
+    """Content and resource files: named by their hash, so immutable."""
+    return path.startswith((CONTENT_DIR + "/", RESOURCES_DIR + "/"))
