@@ -33,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
         libraries[name] = Library.open(out, allow_unsigned=True)
     answerable = [q for q in spec["questions"] if q["expected"]]
     unanswerable = [q for q in spec["questions"] if not q["expected"]]
-    counts = {"grounded": 0, "right_doc_first": 0, "right_section_first": 0, "right_doc_in_sources": 0}
+    counts = {
+        "grounded": 0,
+        "right_doc_first": 0,
+        "right_section_first": 0,
+        "right_doc_in_sources": 0,
+    }
     refused = 0
     rows = []
     for q in spec["questions"]:
@@ -45,16 +50,28 @@ def main(argv: list[str] | None = None) -> int:
             grounded = answer["evidence_state"] == "grounded"
             counts["grounded"] += grounded
             counts["right_doc_first"] += grounded and first.get("document_id") == doc
-            counts["right_section_first"] += grounded and first.get("document_id") == doc and first.get("anchor") == section
+            counts["right_section_first"] += (
+                grounded and first.get("document_id") == doc and first.get("anchor") == section
+            )
             counts["right_doc_in_sources"] += any(s["document_id"] == doc for s in sources)
             verdict = "ok" if grounded and first.get("document_id") == doc else "MISS"
         else:
             refused += answer["evidence_state"] == "insufficient"
             verdict = "ok" if answer["evidence_state"] == "insufficient" else "FALSE GROUNDED"
-        rows.append((verdict, answer["evidence_state"], answer.get("coverage"), f"{first.get('document_id')}#{first.get('anchor')}", q["question"]))
+        rows.append(
+            (
+                verdict,
+                answer["evidence_state"],
+                answer.get("coverage"),
+                f"{first.get('document_id')}#{first.get('anchor')}",
+                q["question"],
+            )
+        )
     n = len(answerable)
-    print(f"ask on {len(spec['questions'])} held-out questions over {len(libraries)} example libraries "
-          f"(thresholds: coverage >= {GROUNDED_COVERAGE}, best passage >= {GROUNDED_TOP_COVERAGE})\n")
+    print(
+        f"ask on {len(spec['questions'])} held-out questions over {len(libraries)} example libraries "
+        f"(thresholds: coverage >= {GROUNDED_COVERAGE}, best passage >= {GROUNDED_TOP_COVERAGE})\n"
+    )
     print("| measure | count | share |\n|---|--:|--:|")
     for label, value, total in [
         ("answerable: grounded", counts["grounded"], n),

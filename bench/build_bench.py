@@ -152,8 +152,13 @@ def run(label: str, cmd: list[str]) -> Proc:
     main_kb = usage.ru_maxrss / (1024 if sys.platform == "darwin" else 1)  # bytes on macOS
     # The tree's RSS is never below the main process's exact peak, which sampling can miss.
     rss, pss = (s.peak_mb for s in samplers)
-    return Proc(wall, main_kb / 1024, None if rss is None else max(rss, main_kb / 1024), pss,
-                (logs / f"{label}.out").read_text(encoding="utf-8", errors="replace"))
+    return Proc(
+        wall,
+        main_kb / 1024,
+        None if rss is None else max(rss, main_kb / 1024),
+        pss,
+        (logs / f"{label}.out").read_text(encoding="utf-8", errors="replace"),
+    )
 
 
 def last_json(proc: Proc) -> dict[str, Any]:
@@ -175,24 +180,40 @@ def child_lunr(config_path: str, out: str) -> dict[str, Any]:
     t1 = time.perf_counter()
     names = [name for name, _ in FIELDS]
     docs = result.docs  # path order, as the build indexes them
-    documents = [{"ref": e.ref, **dict(zip(names, e.fields, strict=True))} for e in index_entries(docs)]
+    documents = [
+        {"ref": e.ref, **dict(zip(names, e.fields, strict=True))} for e in index_entries(docs)
+    ]
     t2 = time.perf_counter()
-    idx = lunr.lunr(ref="ref", fields=[{"field_name": n, "boost": b} for n, b in FIELDS], documents=documents)
+    idx = lunr.lunr(
+        ref="ref", fields=[{"field_name": n, "boost": b} for n, b in FIELDS], documents=documents
+    )
     t3 = time.perf_counter()
     serialized = idx.serialize()
     text = json.dumps(serialized)
     Path(out).write_text(text, encoding="utf-8")
     t4 = time.perf_counter()
     # The exact peak up to the end of the timed part (ru_maxrss: KiB on Linux, bytes on macOS).
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 ** (2 if sys.platform == "darwin" else 1))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (
+        1024 ** (2 if sys.platform == "darwin" else 1)
+    )
     size = len(text)  # ASCII: json.dumps escapes everything else
     del text
     # Untimed: the same index in index.json's own notation (no spaces, UTF-8), so the
     # sizes compare like for like; made after the first text is freed, to add no peak.
     compact = json.dumps(serialized, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return {"docs": len(docs), "entries": len(documents), "check_s": t1 - t0, "entries_s": t2 - t1,
-            "index_s": t3 - t2, "serialize_s": t4 - t3, "peak_mb": peak_mb, "bytes": size, "compact_bytes": len(compact),
-            "terms": len(serialized["invertedIndex"]), "vectors": len(serialized["fieldVectors"])}
+    return {
+        "docs": len(docs),
+        "entries": len(documents),
+        "check_s": t1 - t0,
+        "entries_s": t2 - t1,
+        "index_s": t3 - t2,
+        "serialize_s": t4 - t3,
+        "peak_mb": peak_mb,
+        "bytes": size,
+        "compact_bytes": len(compact),
+        "terms": len(serialized["invertedIndex"]),
+        "vectors": len(serialized["fieldVectors"]),
+    }
 
 
 def child_index(config_path: str, out: str) -> dict[str, Any]:
@@ -214,8 +235,15 @@ def child_index(config_path: str, out: str) -> dict[str, Any]:
         index = lunr_index.LunrIndex(index_entries(result.docs))
         index.write(fh)
     t4 = time.perf_counter()
-    return {"docs": len(result.docs), "entries": len(index.refs), "check_s": t1 - t0, "assemble_s": t2 - t1,
-            "serial_s": t4 - t3, "terms": len(index.term_index), "vectors": len(index.refs) * len(index.fields)}
+    return {
+        "docs": len(result.docs),
+        "entries": len(index.refs),
+        "check_s": t1 - t0,
+        "assemble_s": t2 - t1,
+        "serial_s": t4 - t3,
+        "terms": len(index.term_index),
+        "vectors": len(index.refs) * len(index.fields),
+    }
 
 
 # -- one library ---------------------------------------------------------------------------
@@ -224,7 +252,12 @@ def child_index(config_path: str, out: str) -> dict[str, Any]:
 def keyfile() -> Path:
     if not KEY.exists():
         WORK.mkdir(parents=True, exist_ok=True)
-        subprocess.run([*HANDBOOK, "keygen", "--out", str(KEY)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*HANDBOOK, "keygen", "--out", str(KEY)],
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
     return KEY
 
 
@@ -245,7 +278,10 @@ def measure(label: str, config: Path, lunr: bool) -> Result:
     scratch.mkdir(parents=True, exist_ok=True)
 
     print(f"{label}: handbook build", file=sys.stderr)
-    build = run(f"build-{label}", [*HANDBOOK, "build", "--config", str(config), "--out", str(out), "--key", str(keyfile())])
+    build = run(
+        f"build-{label}",
+        [*HANDBOOK, "build", "--config", str(config), "--out", str(out), "--key", str(keyfile())],
+    )
     match = BUILT.search(build.stdout)
     if match is None:
         raise RuntimeError(f"{label}: no summary line from `handbook build`; see {WORK / 'logs'}")
@@ -254,18 +290,31 @@ def measure(label: str, config: Path, lunr: bool) -> Result:
     index_file = published / "index.json"
 
     print(f"{label}: index part", file=sys.stderr)
-    part = last_json(run(f"index-{label}", [*CHILD, "index", str(config), str(scratch / "handbook")]))
+    part = last_json(
+        run(f"index-{label}", [*CHILD, "index", str(config), str(scratch / "handbook")])
+    )
     want = sha256(index_file)
-    identical = all(sha256(scratch / f"handbook.{kind}") == want for kind in ("assembled", "serial"))
+    identical = all(
+        sha256(scratch / f"handbook.{kind}") == want for kind in ("assembled", "serial")
+    )
 
     proc, anchor = None, None
     if lunr:
         print(f"{label}: lunr.py anchor", file=sys.stderr)
         proc = run(f"lunr-{label}", [*CHILD, "lunr", str(config), str(scratch / "lunr.json")])
         anchor = last_json(proc)
-    return Result(label, int(match.group(1)), build, float(match.group(4)),
-                  sum(p.stat().st_size for p in files) / 1e6, index_file.stat().st_size / 1e6,
-                  part, identical, proc, anchor)
+    return Result(
+        label,
+        int(match.group(1)),
+        build,
+        float(match.group(4)),
+        sum(p.stat().st_size for p in files) / 1e6,
+        index_file.stat().st_size / 1e6,
+        part,
+        identical,
+        proc,
+        anchor,
+    )
 
 
 # -- reporting -----------------------------------------------------------------------------
@@ -288,15 +337,19 @@ def table(results: list[Result]) -> str:
     ]
     for r in results:
         b, a = r.build, r.anchor
-        row = (f"| {r.library} | {r.docs:,} | **{b.wall_s:.2f}** | {r.part['assemble_s']:.2f} "
-               f"| {_mb(b.main_mb)} / {_mb(build_peak_mb(r))} | {r.bundle_mb:.1f} | {r.index_mb:.1f} ")
+        row = (
+            f"| {r.library} | {r.docs:,} | **{b.wall_s:.2f}** | {r.part['assemble_s']:.2f} "
+            f"| {_mb(b.main_mb)} / {_mb(build_peak_mb(r))} | {r.bundle_mb:.1f} | {r.index_mb:.1f} "
+        )
         if a is None or r.anchor_s is None:
             row += "| n/a | n/a | n/a | n/a | n/a | n/a |"
         else:
             lunr_mb = a["bytes"] / 1e6
-            row += (f"| {r.anchor_s:.2f} | {_mb(a['peak_mb'])} | {lunr_mb:.1f} "
-                    f"| **{r.anchor_s / b.wall_s:.1f}** | {a['peak_mb'] / build_peak_mb(r):.1f} "
-                    f"| {lunr_mb / r.index_mb:.1f} |")
+            row += (
+                f"| {r.anchor_s:.2f} | {_mb(a['peak_mb'])} | {lunr_mb:.1f} "
+                f"| **{r.anchor_s / b.wall_s:.1f}** | {a['peak_mb'] / build_peak_mb(r):.1f} "
+                f"| {lunr_mb / r.index_mb:.1f} |"
+            )
         lines.append(row)
     return "\n".join(lines)
 
@@ -310,15 +363,23 @@ def details(results: list[Result]) -> str:
     ]
     for r in results:
         p, a, c = r.part, r.anchor, r.lunr
-        row = (f"| {r.library} | {p['entries']:,} | {p['terms']:,} | {r.build_inner_s:.1f} | {_mb(r.build.tree_mb)} "
-               f"| {p['check_s']:.2f} | {p['serial_s']:.2f} | {'yes' if r.index_identical else '**no**'} ")
+        row = (
+            f"| {r.library} | {p['entries']:,} | {p['terms']:,} | {r.build_inner_s:.1f} | {_mb(r.build.tree_mb)} "
+            f"| {p['check_s']:.2f} | {p['serial_s']:.2f} | {'yes' if r.index_identical else '**no**'} "
+        )
         if a is None or c is None:
             row += "| n/a | n/a | n/a | n/a | n/a | n/a | n/a |"
         else:
-            same = a["terms"] == p["terms"] and a["vectors"] == p["vectors"] and a["entries"] == p["entries"]
-            row += (f"| {a['check_s']:.2f} | {a['entries_s']:.2f} | {a['index_s']:.2f} | {a['serialize_s']:.2f} "
-                    f"| {_mb(c.main_mb)} / {_mb(c.tree_mb)} / {_mb(c.pss_mb)} | {a['compact_bytes'] / 1e6:.1f} "
-                    f"| {'yes' if same else '**no**'} |")
+            same = (
+                a["terms"] == p["terms"]
+                and a["vectors"] == p["vectors"]
+                and a["entries"] == p["entries"]
+            )
+            row += (
+                f"| {a['check_s']:.2f} | {a['entries_s']:.2f} | {a['index_s']:.2f} | {a['serialize_s']:.2f} "
+                f"| {_mb(c.main_mb)} / {_mb(c.tree_mb)} / {_mb(c.pss_mb)} | {a['compact_bytes'] / 1e6:.1f} "
+                f"| {'yes' if same else '**no**'} |"
+            )
         lines.append(row)
     return "\n".join(lines)
 
@@ -330,33 +391,57 @@ def goal(results: list[Result]) -> list[str]:
             continue
         peak = build_peak_mb(r)
         met = r.build.wall_s <= GOAL_S and peak < GOAL_MB
-        out.append(f"- {r.library}: {r.build.wall_s:.1f} s, {peak:,.0f} MB -> goal {'met' if met else '**not met**'}")
+        out.append(
+            f"- {r.library}: {r.build.wall_s:.1f} s, {peak:,.0f} MB -> goal {'met' if met else '**not met**'}"
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="synthetic library sizes, comma-separated (default: %(default)s)")
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000",
+        help="synthetic library sizes, comma-separated (default: %(default)s)",
+    )
     parser.add_argument("--no-real", action="store_true", help="skip the msdocs-10k corpus")
-    parser.add_argument("--no-lunr", action="store_true", help="skip the lunr.py anchor (about a minute and 1 GB per 10,000 real docs)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic libraries (default: %(default)s)")
-    parser.add_argument("--child", nargs=3, metavar=("WHAT", "CONFIG", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--no-lunr",
+        action="store_true",
+        help="skip the lunr.py anchor (about a minute and 1 GB per 10,000 real docs)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic libraries (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--child", nargs=3, metavar=("WHAT", "CONFIG", "OUT"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
     if args.child:
         what, config, out = args.child
         print(json.dumps((child_lunr if what == "lunr" else child_index)(config, out)))
         return 0
-    results = [measure(label, config, not args.no_lunr) for label, config in libraries(args.sizes, args.seed, not args.no_real)]
-    print(f"`handbook build` vs a plain lunr.py index of the same entries, fresh process each; {environment()}\n")
+    results = [
+        measure(label, config, not args.no_lunr)
+        for label, config in libraries(args.sizes, args.seed, not args.no_real)
+    ]
+    print(
+        f"`handbook build` vs a plain lunr.py index of the same entries, fresh process each; {environment()}\n"
+    )
     print(table(results))
     print()
     print(details(results))
-    print(f"\nGoal: the whole `handbook build` of {GOAL_DOCS:,} docs in at most {GOAL_S:.0f} s and under {GOAL_MB:.0f} MB.")
+    print(
+        f"\nGoal: the whole `handbook build` of {GOAL_DOCS:,} docs in at most {GOAL_S:.0f} s and under {GOAL_MB:.0f} MB."
+    )
     for line in goal(results):
         print(line)
     bad = [r.library for r in results if not r.index_identical]
     for library in bad:
-        print(f"FAIL {library}: Handbook's index written apart differs from the bundle's index.json", file=sys.stderr)
+        print(
+            f"FAIL {library}: Handbook's index written apart differs from the bundle's index.json",
+            file=sys.stderr,
+        )
     return 1 if bad else 0
 
 

@@ -69,8 +69,20 @@ def synthetic(docs: int, seed: int) -> Path:
     library always matches the current generator; by a child process, so this one stays
     small (a child's ru_maxrss starts from its parent's RSS at the fork)."""
     out = WORK / f"synth-{docs}-seed{seed}"
-    subprocess.run([sys.executable, str(Path(__file__).with_name("synth.py")), str(out), "--docs", str(docs), "--seed", str(seed)],
-                   check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("synth.py")),
+            str(out),
+            "--docs",
+            str(docs),
+            "--seed",
+            str(seed),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
     return out / "mkdocs.yml"
 
 
@@ -103,7 +115,9 @@ def libraries(sizes: str, seed: int, real: bool) -> list[tuple[str, Path]]:
     if real:
         config = msdocs()
         if config is None:
-            print("note: the msdocs-10k archive was not found; real corpus skipped", file=sys.stderr)
+            print(
+                "note: the msdocs-10k archive was not found; real corpus skipped", file=sys.stderr
+            )
         else:
             out.append(("msdocs-10k", config))
     return out
@@ -179,10 +193,21 @@ def measure(label: str, config: Path) -> Run:
     text = (logs / f"{label}.out").read_text(encoding="utf-8", errors="replace")
     match = SUMMARY.search(text)
     if match is None:
-        raise RuntimeError(f"{label}: no summary line from `handbook check` (exit {child.returncode}); see {logs}")
+        raise RuntimeError(
+            f"{label}: no summary line from `handbook check` (exit {child.returncode}); see {logs}"
+        )
     docs, errors, warnings = map(int, match.groups())
-    return Run(label, docs, megabytes(config), wall, main_kb / 1024, sampler.peak_mb,
-               errors, warnings, child.returncode)
+    return Run(
+        label,
+        docs,
+        megabytes(config),
+        wall,
+        main_kb / 1024,
+        sampler.peak_mb,
+        errors,
+        warnings,
+        child.returncode,
+    )
 
 
 def measure_median(label: str, config: Path, runs: int) -> Run:
@@ -215,16 +240,29 @@ def environment() -> str:
         handbook = version("handbook")
     except Exception:
         handbook = "?"
-    return (f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, handbook {handbook}, {platform.platform()}")
+    return (
+        f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, handbook {handbook}, {platform.platform()}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="synthetic library sizes, comma-separated (default: %(default)s)")
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000",
+        help="synthetic library sizes, comma-separated (default: %(default)s)",
+    )
     parser.add_argument("--no-real", action="store_true", help="skip the msdocs-10k corpus")
-    parser.add_argument("--runs", type=int, default=1, help="runs per library; the median is reported (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic libraries (default: %(default)s)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="runs per library; the median is reported (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic libraries (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -247,10 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         # The synthetic libraries are valid by construction; anything else is a bug in
         # the generator or the checker, and would make the timing meaningless.
         if expected is not None and (run.errors or run.exit_code or run.docs != expected):
-            problems.append(f"{label}: expected {expected} docs and 0 errors, got {run.docs} docs, "
-                            f"{run.errors} errors (exit {run.exit_code}); see {WORK / 'logs'}")
+            problems.append(
+                f"{label}: expected {expected} docs and 0 errors, got {run.docs} docs, "
+                f"{run.errors} errors (exit {run.exit_code}); see {WORK / 'logs'}"
+            )
 
-    print(f"`handbook check`, fresh process per library, median of {max(args.runs, 1)} run(s); {environment()}\n")
+    print(
+        f"`handbook check`, fresh process per library, median of {max(args.runs, 1)} run(s); {environment()}\n"
+    )
     print(table(results))
     for problem in problems:
         print(f"FAIL {problem}", file=sys.stderr)

@@ -109,8 +109,16 @@ MEMORY_EVERY = 10
 """One example in this many runs under tracemalloc."""
 
 QUERY_CODES = {
-    "invalid_query", "query_too_long", "empty_query", "too_many_terms", "too_many_wildcards",
-    "only_excluded_terms", "invalid_boost", "invalid_fuzzy", "fuzzy_too_far", "leading_wildcard",
+    "invalid_query",
+    "query_too_long",
+    "empty_query",
+    "too_many_terms",
+    "too_many_wildcards",
+    "only_excluded_terms",
+    "invalid_boost",
+    "invalid_fuzzy",
+    "fuzzy_too_far",
+    "leading_wildcard",
 }
 SEARCH_CODES = QUERY_CODES | {"invalid_limit"}
 
@@ -172,23 +180,134 @@ def soup(draw: Draw, tokens: Sequence[str], max_items: int) -> str:
     return "".join(draw.pick(tokens) for _ in range(draw.integer(0, max_items)))
 
 
-EDGE_INTS = [0, 1, -1, 2, 31, 32, 33, 64, 255, 2**31, 2**32, 2**53 - 1, 2**53, -(2**53), 2**63, 10**30]
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    31,
+    32,
+    33,
+    64,
+    255,
+    2**31,
+    2**32,
+    2**53 - 1,
+    2**53,
+    -(2**53),
+    2**63,
+    10**30,
+]
 EDGE_STRINGS = [
-    "", " ", ".", "..", "../x", "/etc/passwd", "a/../b", "a//b", "con", "NUL.txt", "a:b", "a\\b", "x\x00y",
-    "content/" + "0" * 64 + ".md", "content/" + "A" * 64 + ".md", "CATALOG.JSON", "catalog.json", "manifest.json",
-    "search.bin", "resources/" + "0" * 64, "0" * 64, "f" * 63, "handbook/v1", "handbook/v2",
-    "2026-01-01T00:00:00Z", "2000-01-01T00:00:00Z", "e\u0301", "\u00e9", "\ud800", "\u202e", "\ufeff", "\uff0e\uff0e",
-    "ed25519:" + "A" * 43 + "=", "#anchor", "x" * 300, "device.acme.ac200", "en", "de",
+    "",
+    " ",
+    ".",
+    "..",
+    "../x",
+    "/etc/passwd",
+    "a/../b",
+    "a//b",
+    "con",
+    "NUL.txt",
+    "a:b",
+    "a\\b",
+    "x\x00y",
+    "content/" + "0" * 64 + ".md",
+    "content/" + "A" * 64 + ".md",
+    "CATALOG.JSON",
+    "catalog.json",
+    "manifest.json",
+    "search.bin",
+    "resources/" + "0" * 64,
+    "0" * 64,
+    "f" * 63,
+    "handbook/v1",
+    "handbook/v2",
+    "2026-01-01T00:00:00Z",
+    "2000-01-01T00:00:00Z",
+    "e\u0301",
+    "\u00e9",
+    "\ud800",
+    "\u202e",
+    "\ufeff",
+    "\uff0e\uff0e",
+    "ed25519:" + "A" * 43 + "=",
+    "#anchor",
+    "x" * 300,
+    "device.acme.ac200",
+    "en",
+    "de",
 ]
 KEY_WORDS = [
-    "signed", "signatures", "keyid", "sig", "spec", "library", "version", "built_at", "expires", "files", "docs",
-    "sha256", "bytes", "name", "id", "kind", "title", "summary", "verified", "keywords", "aliases", "meta", "revision",
-    "content", "chars", "url", "source", "sections", "resources", "start", "end", "level", "anchor", "path",
-    "media_type", "lang", "list_fields", "required", "filters", "vocab", "default_lang", "arrays", "fields", "",
+    "signed",
+    "signatures",
+    "keyid",
+    "sig",
+    "spec",
+    "library",
+    "version",
+    "built_at",
+    "expires",
+    "files",
+    "docs",
+    "sha256",
+    "bytes",
+    "name",
+    "id",
+    "kind",
+    "title",
+    "summary",
+    "verified",
+    "keywords",
+    "aliases",
+    "meta",
+    "revision",
+    "content",
+    "chars",
+    "url",
+    "source",
+    "sections",
+    "resources",
+    "start",
+    "end",
+    "level",
+    "anchor",
+    "path",
+    "media_type",
+    "lang",
+    "list_fields",
+    "required",
+    "filters",
+    "vocab",
+    "default_lang",
+    "arrays",
+    "fields",
+    "",
 ]
 JSON_TOKENS = [
-    b'"', b",", b":", b"{", b"}", b"[", b"]", b"0", b"-1", b"1.5", b"1e400", b"null", b"true", b'"x"',
-    b"\\u0000", b"\\ud800", b"9007199254740993", b"NaN", b"\xef\xbb\xbf", b"\xff", b" ", b"\\", b"[" * 64,
+    b'"',
+    b",",
+    b":",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"0",
+    b"-1",
+    b"1.5",
+    b"1e400",
+    b"null",
+    b"true",
+    b'"x"',
+    b"\\u0000",
+    b"\\ud800",
+    b"9007199254740993",
+    b"NaN",
+    b"\xef\xbb\xbf",
+    b"\xff",
+    b" ",
+    b"\\",
+    b"[" * 64,
 ]
 
 
@@ -291,9 +410,13 @@ def mutate_tree(draw: Draw, value: Any, max_ops: int = 3) -> Any:
         elif op == 4 and isinstance(target, dict):
             target[draw.pick(KEY_WORDS)] = json_value(draw)
         elif op == 4 and isinstance(target, list):
-            target.append(copy.deepcopy(target[0]) if target and draw.integer(0, 1) else json_value(draw))
+            target.append(
+                copy.deepcopy(target[0]) if target and draw.integer(0, 1) else json_value(draw)
+            )
         else:
-            parent[key] = draw.pick(EDGE_INTS) if isinstance(target, int) else draw.pick(EDGE_STRINGS)
+            parent[key] = (
+                draw.pick(EDGE_INTS) if isinstance(target, int) else draw.pick(EDGE_STRINGS)
+            )
     return value
 
 
@@ -359,7 +482,7 @@ class Target(abc.ABC):
 
     @abc.abstractmethod
     def run(self, value: Any) -> str:
-        """"accepted" or "refused" (a declared refusal that is an answer, not an
+        """ "accepted" or "refused" (a declared refusal that is an answer, not an
         exception); raise a declared error to refuse, AssertionError for a broken contract."""
 
     def describe(self, value: Any) -> str:
@@ -382,7 +505,11 @@ class ManifestBytes(Target):
             return draw.binary(512)
         if kind == 1:
             return b"".join(draw.pick(JSON_TOKENS) for _ in range(draw.integer(0, 40)))
-        value = {"signatures": json_value(draw), "signed": json_value(draw, 3)} if draw.integer(0, 1) else json_value(draw, 3)
+        value = (
+            {"signatures": json_value(draw), "signed": json_value(draw, 3)}
+            if draw.integer(0, 1)
+            else json_value(draw, 3)
+        )
         try:
             return canonical.dumps(value)
         except canonical.CanonicalError:
@@ -427,8 +554,13 @@ class Workspace:
             built = build(config, root / f"build-{variant}", key).bundle.path
             shutil.copytree(built, root / variant)
         shutil.copytree(root / "unsigned", root / "pristine")
-        self.originals = {v: {n: (root / v / n).read_bytes() for n in ("manifest.json", "catalog.json", "search.bin")}
-                          for v in ("signed", "unsigned")}
+        self.originals = {
+            v: {
+                n: (root / v / n).read_bytes()
+                for n in ("manifest.json", "catalog.json", "search.bin")
+            }
+            for v in ("signed", "unsigned")
+        }
 
     def manifest_tree(self, variant: str) -> Any:
         return json.loads(self.originals[variant]["manifest.json"])
@@ -450,7 +582,10 @@ class Workspace:
         """The variant's manifest listing `data` as file `name`, re-signed with the test
         key when the variant is signed and `resign` (else the old signature stays)."""
         tree = self.manifest_tree(variant)
-        tree["signed"]["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        tree["signed"]["files"][name] = {
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
         return self.seal(variant, tree, resign)
 
     def seal(self, variant: str, tree: Any, resign: bool) -> bytes:
@@ -480,7 +615,11 @@ class BundleManifest(Target):
         variant = draw.pick(["signed", "unsigned"])
         if draw.integer(0, 3) == 0:
             return variant, mutate_bytes(draw, self.ws.originals[variant]["manifest.json"])
-        return variant, self.ws.seal(variant, mutate_tree(draw, self.ws.manifest_tree(variant)), resign=bool(draw.integer(0, 1)))
+        return variant, self.ws.seal(
+            variant,
+            mutate_tree(draw, self.ws.manifest_tree(variant)),
+            resign=bool(draw.integer(0, 1)),
+        )
 
     def run(self, value: tuple[str, bytes]) -> str:
         variant, data = value
@@ -494,7 +633,9 @@ class BundleCatalog(Target):
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self.trees = {v: json.loads(workspace.originals[v]["catalog.json"]) for v in ("signed", "unsigned")}
+        self.trees = {
+            v: json.loads(workspace.originals[v]["catalog.json"]) for v in ("signed", "unsigned")
+        }
 
     def make(self, draw: Draw) -> tuple[str, bytes, bytes]:
         variant = draw.pick(["signed", "unsigned"])
@@ -502,7 +643,11 @@ class BundleCatalog(Target):
             data = mutate_bytes(draw, self.ws.originals[variant]["catalog.json"])
         else:
             data = json.dumps(mutate_tree(draw, self.trees[variant], max_ops=2)).encode()
-        return variant, data, self.ws.manifest_for(variant, "catalog.json", data, resign=draw.integer(0, 7) > 0)
+        return (
+            variant,
+            data,
+            self.ws.manifest_for(variant, "catalog.json", data, resign=draw.integer(0, 7) > 0),
+        )
 
     def run(self, value: tuple[str, bytes, bytes]) -> str:
         variant, catalog, manifest = value
@@ -528,7 +673,9 @@ class BundleSearch(Target):
         if kind == 0:  # a mutated header, the arrays as they were
             header = json.loads(original[16 : 16 + header_len])
             new = json.dumps(mutate_tree(draw, header, max_ops=2)).encode()
-            data = original[:12] + len(new).to_bytes(4, "little") + new + original[16 + header_len :]
+            data = (
+                original[:12] + len(new).to_bytes(4, "little") + new + original[16 + header_len :]
+            )
         elif kind == 1:  # bytes of the preamble and header
             data = mutate_bytes(draw, original[: 16 + header_len]) + original[16 + header_len :]
         else:
@@ -551,11 +698,59 @@ class BundleSearch(Target):
 
 
 FRONTMATTER_TOKENS = [
-    "\n", "  ", ": ", "- ", "[", "]", "{", "}", ", ", "&a ", "*a", "!!str ", "!!python/object:os.system ",
-    "!!python/object/apply:os.system ", "!x ", "? ", "|\n", ">-\n", "'", '"', "# c", "---", "...", "id", "title",
-    "2026-01-31", "2026-02-30", "2026-01-01 10:00:00+01:00", "12:30:45", "0x1F", "0b_", "0o7", "1_000", ".inf",
-    "1.10", "yes", "Off", "null", "~", "9007199254740993", "-9007199254740992", "\u00e9", "\t", "\\u0000",
-    "%YAML 1.1\n", "%TAG ! tag:x,2002:\n", "<<: ", "=", "\ufeff", "\x85", "\u2028", "\r", "\x00",
+    "\n",
+    "  ",
+    ": ",
+    "- ",
+    "[",
+    "]",
+    "{",
+    "}",
+    ", ",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!!python/object:os.system ",
+    "!!python/object/apply:os.system ",
+    "!x ",
+    "? ",
+    "|\n",
+    ">-\n",
+    "'",
+    '"',
+    "# c",
+    "---",
+    "...",
+    "id",
+    "title",
+    "2026-01-31",
+    "2026-02-30",
+    "2026-01-01 10:00:00+01:00",
+    "12:30:45",
+    "0x1F",
+    "0b_",
+    "0o7",
+    "1_000",
+    ".inf",
+    "1.10",
+    "yes",
+    "Off",
+    "null",
+    "~",
+    "9007199254740993",
+    "-9007199254740992",
+    "\u00e9",
+    "\t",
+    "\\u0000",
+    "%YAML 1.1\n",
+    "%TAG ! tag:x,2002:\n",
+    "<<: ",
+    "=",
+    "\ufeff",
+    "\x85",
+    "\u2028",
+    "\r",
+    "\x00",
 ]
 
 
@@ -620,10 +815,59 @@ class FrontmatterTarget(Target):
 
 
 QUERY_TOKENS = [
-    "modbus", "register", "qos", "mqtt", "a", "ab", "c", " ", "  ", "\t", "\n", "*", "~", "~1", "~2", "~3", "~-1",
-    "^", "^2", "^100", "^101", "^0", "^nan", "+", "-", ":", "title:", "body:", "keywords:", "nofield:", '"', "'",
-    "\\", "(", ")", "[", "!", "&&", "\u00e9", "\u00df", "\u0130", "\ufb01", "\u0661", "\u00b2", "\u200b",
-    "\U0001f642", "\x00", ".", "?", "_", "0", "9", "\udcd8",
+    "modbus",
+    "register",
+    "qos",
+    "mqtt",
+    "a",
+    "ab",
+    "c",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "*",
+    "~",
+    "~1",
+    "~2",
+    "~3",
+    "~-1",
+    "^",
+    "^2",
+    "^100",
+    "^101",
+    "^0",
+    "^nan",
+    "+",
+    "-",
+    ":",
+    "title:",
+    "body:",
+    "keywords:",
+    "nofield:",
+    '"',
+    "'",
+    "\\",
+    "(",
+    ")",
+    "[",
+    "!",
+    "&&",
+    "\u00e9",
+    "\u00df",
+    "\u0130",
+    "\ufb01",
+    "\u0661",
+    "\u00b2",
+    "\u200b",
+    "\U0001f642",
+    "\x00",
+    ".",
+    "?",
+    "_",
+    "0",
+    "9",
+    "\udcd8",
 ]
 
 
@@ -635,8 +879,13 @@ class QueryText(Target):
         if kind == 1:
             return soup(draw, QUERY_TOKENS, 60)
         if kind == 2:  # around the term cap
-            return " ".join(draw.pick(QUERY_TOKENS[:4]) + draw.pick(["", "~1", "~2", "*", "^3"]) for _ in range(draw.integer(28, 36)))
-        return (draw.pick(QUERY_TOKENS[:3]) + " ") * draw.integer(50, 90)  # around the character cap
+            return " ".join(
+                draw.pick(QUERY_TOKENS[:4]) + draw.pick(["", "~1", "~2", "*", "^3"])
+                for _ in range(draw.integer(28, 36))
+            )
+        return (draw.pick(QUERY_TOKENS[:3]) + " ") * draw.integer(
+            50, 90
+        )  # around the character cap
 
 
 class QueryParse(QueryText):
@@ -651,7 +900,10 @@ class QueryParse(QueryText):
             raise
         assert 1 <= len(clauses) <= MAX_TERMS
         assert sum(c.term.count("*") for c in clauses) <= MAX_WILDCARDS
-        assert all(c.edit_distance <= MAX_EDIT_DISTANCE and not c.term.startswith("*") and c.term for c in clauses)
+        assert all(
+            c.edit_distance <= MAX_EDIT_DISTANCE and not c.term.startswith("*") and c.term
+            for c in clauses
+        )
         return "accepted"
 
 
@@ -671,7 +923,9 @@ class LibrarySearch(QueryText):
         query, limit, lang = value
         resp = self.lib.search(query, limit, lang=lang)
         assert isinstance(resp, dict)
-        if resp.get("error", {}).get("code") == "internal_error":  # run it unwrapped: the real exception
+        if (
+            resp.get("error", {}).get("code") == "internal_error"
+        ):  # run it unwrapped: the real exception
             type(self.lib).search.__wrapped__(self.lib, query, limit, lang=lang)
             raise AssertionError(f"internal_error, but unwrapped it ran: {resp['error']}")
         assert resp["response_chars"] == len(json.dumps(resp, ensure_ascii=False))
@@ -694,10 +948,18 @@ class TrustedKey(Target):
         if kind == 0:
             return draw.text(80)
         if kind == 1:  # mostly 32 bytes: a key of the right size, valid or not
-            raw = bytes(draw.integer(0, 255) for _ in range(32)) if draw.integer(0, 2) else draw.binary(40)
+            raw = (
+                bytes(draw.integer(0, 255) for _ in range(32))
+                if draw.integer(0, 2)
+                else draw.binary(40)
+            )
         else:  # all-zero, all-one, p-1, and other points near the edges
             raw = bytes([draw.pick([0, 1, 0xFF, 0xEC, 0x7F])]) * 32
-        return draw.pick(["ed25519:", "ED25519:", " ed25519:", "ed25519: "]) + base64.b64encode(raw).decode() + draw.pick(["", "=", "\n", " x"])
+        return (
+            draw.pick(["ed25519:", "ED25519:", " ed25519:", "ed25519: "])
+            + base64.b64encode(raw).decode()
+            + draw.pick(["", "=", "\n", " x"])
+        )
 
     def run(self, value: str) -> str:
         key = PublicKey.parse(value)
@@ -706,7 +968,29 @@ class TrustedKey(Target):
         return "accepted"
 
 
-SNIPPET_TOKENS = ["{", "}", "[", "]", '"', ":", ",", "=", "&a ", "*a", "!!python/object:os.system ", "a", "1", "\n", "  ", "- ", "'''", "[[", "]]", "\\", "\x00"]
+SNIPPET_TOKENS = [
+    "{",
+    "}",
+    "[",
+    "]",
+    '"',
+    ":",
+    ",",
+    "=",
+    "&a ",
+    "*a",
+    "!!python/object:os.system ",
+    "a",
+    "1",
+    "\n",
+    "  ",
+    "- ",
+    "'''",
+    "[[",
+    "]]",
+    "\\",
+    "\x00",
+]
 
 
 class SnippetValidators(Target):
@@ -718,20 +1002,42 @@ class SnippetValidators(Target):
 
     def run(self, value: str) -> str:
         problems = [p for check in (check_json, check_yaml, check_toml) for p in check(value)]
-        assert all(isinstance(p, str) or (isinstance(p, tuple) and isinstance(p[0], int) and isinstance(p[1], str)) for p in problems)
+        assert all(
+            isinstance(p, str)
+            or (isinstance(p, tuple) and isinstance(p[0], int) and isinstance(p[1], str))
+            for p in problems
+        )
         return "refused" if problems else "accepted"
 
 
-TARGET_NAMES = ["manifest_bytes", "manifest_mutation", "bundle_manifest", "bundle_catalog", "bundle_search",
-                "frontmatter", "query_parse", "library_search", "trusted_key", "snippet_validators"]
-_NEEDS_WORKSPACE = {"manifest_mutation", "bundle_manifest", "bundle_catalog", "bundle_search", "library_search"}
+TARGET_NAMES = [
+    "manifest_bytes",
+    "manifest_mutation",
+    "bundle_manifest",
+    "bundle_catalog",
+    "bundle_search",
+    "frontmatter",
+    "query_parse",
+    "library_search",
+    "trusted_key",
+    "snippet_validators",
+]
+_NEEDS_WORKSPACE = {
+    "manifest_mutation",
+    "bundle_manifest",
+    "bundle_catalog",
+    "bundle_search",
+    "library_search",
+}
 
 
 def make_targets(workdir: Path, names: Sequence[str] = TARGET_NAMES) -> dict[str, Target]:
     """The targets named, ready to run; a real bundle is built under `workdir` if any needs one."""
     unknown = set(names) - set(TARGET_NAMES)
     if unknown:
-        raise ValueError(f"unknown targets: {', '.join(sorted(unknown))}; known: {', '.join(TARGET_NAMES)}")
+        raise ValueError(
+            f"unknown targets: {', '.join(sorted(unknown))}; known: {', '.join(TARGET_NAMES)}"
+        )
     ws = Workspace(workdir) if _NEEDS_WORKSPACE & set(names) else None
     factories: dict[str, Callable[[], Target]] = {
         "manifest_bytes": ManifestBytes,
@@ -791,16 +1097,27 @@ def execute(target: Target, value: Any, trace: bool = False) -> Outcome:
     return Outcome(kind, seconds, peak, error)
 
 
-def check(target: Target, value: Any, trace: bool = False, hang_seconds: float = HANG_SECONDS,
-          memory_cap: int = MEMORY_CAP) -> Outcome:
+def check(
+    target: Target,
+    value: Any,
+    trace: bool = False,
+    hang_seconds: float = HANG_SECONDS,
+    memory_cap: int = MEMORY_CAP,
+) -> Outcome:
     """`execute`, then fail (AssertionError) on an undeclared exception, a hang or an
     example over the memory cap: what the CI harnesses call."""
     outcome = execute(target, value, trace)
     if outcome.kind == "undeclared":
         assert outcome.error is not None
-        raise AssertionError(f"{target.name}: undeclared {type(outcome.error).__name__}: {outcome.error}") from outcome.error
-    assert outcome.seconds < hang_seconds, f"{target.name}: one example took {outcome.seconds:.2f} s (hang bound {hang_seconds} s)"
-    assert outcome.peak is None or outcome.peak < memory_cap, f"{target.name}: one example allocated {outcome.peak:,} bytes"
+        raise AssertionError(
+            f"{target.name}: undeclared {type(outcome.error).__name__}: {outcome.error}"
+        ) from outcome.error
+    assert outcome.seconds < hang_seconds, (
+        f"{target.name}: one example took {outcome.seconds:.2f} s (hang bound {hang_seconds} s)"
+    )
+    assert outcome.peak is None or outcome.peak < memory_cap, (
+        f"{target.name}: one example allocated {outcome.peak:,} bytes"
+    )
     return outcome
 
 
@@ -823,7 +1140,9 @@ class Stats:
     failures: list[dict[str, str]] = field(default_factory=list)
     crashed: str = ""
 
-    def record(self, target: Target, value: Any, outcome: Outcome, hang_seconds: float, memory_cap: int) -> None:
+    def record(
+        self, target: Target, value: Any, outcome: Outcome, hang_seconds: float, memory_cap: int
+    ) -> None:
         self.examples += 1
         self.kinds[outcome.kind] += 1
         if outcome.seconds > self.worst_seconds:
@@ -833,13 +1152,27 @@ class Stats:
             self.traced += 1
             self.worst_peak = max(self.worst_peak, outcome.peak)
             self.over_memory += outcome.peak >= memory_cap
-        if outcome.error is not None and outcome.kind != "refused" and sum(1 for f in self.failures if f["kind"] == outcome.kind) < 3:
+        if (
+            outcome.error is not None
+            and outcome.kind != "refused"
+            and sum(1 for f in self.failures if f["kind"] == outcome.kind) < 3
+        ):
             tb = outcome.error.__traceback__
             while tb is not None and tb.tb_next is not None:
                 tb = tb.tb_next
-            where = f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name}" if tb else "?"
-            self.failures.append({"kind": outcome.kind, "error": f"{type(outcome.error).__name__}: {outcome.error}"[:300],
-                                  "where": where, "input": target.describe(value)})
+            where = (
+                f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name}"
+                if tb
+                else "?"
+            )
+            self.failures.append(
+                {
+                    "kind": outcome.kind,
+                    "error": f"{type(outcome.error).__name__}: {outcome.error}"[:300],
+                    "where": where,
+                    "input": target.describe(value),
+                }
+            )
 
     @property
     def undeclared(self) -> int:
@@ -878,8 +1211,13 @@ def run_hypothesis(target: Target, budget: Budget, args: argparse.Namespace) -> 
 
     while not budget.done(stats):
         size = min(200, budget.examples - stats.examples) if budget.examples is not None else 200
-        batch = settings(max_examples=size, deadline=None, database=None, phases=[Phase.generate],
-                         suppress_health_check=list(HealthCheck))(given(st.data())(example))
+        batch = settings(
+            max_examples=size,
+            deadline=None,
+            database=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )(given(st.data())(example))
         before = stats.examples
         batch()
         if stats.examples == before:  # hypothesis found nothing more to generate
@@ -903,7 +1241,9 @@ def run_atheris_child(args: argparse.Namespace) -> None:
         def finish() -> None:
             stats.elapsed = time.monotonic() - start
             fields = {f.name: getattr(stats, f.name) for f in dataclasses.fields(stats)}
-            Path(args.stats).write_text(json.dumps({**fields, "kinds": dict(stats.kinds)}), encoding="utf-8")
+            Path(args.stats).write_text(
+                json.dumps({**fields, "kinds": dict(stats.kinds)}), encoding="utf-8"
+            )
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
@@ -916,8 +1256,17 @@ def run_atheris_child(args: argparse.Namespace) -> None:
             stats.record(target, value, outcome, args.hang_seconds, args.memory_cap)
 
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        atheris.Setup([sys.argv[0], "-runs=-1", "-max_len=4096", "-timeout=60", "-rss_limit_mb=4096",
-                       f"-artifact_prefix={ARTIFACTS}/{target.name}-"], one)
+        atheris.Setup(
+            [
+                sys.argv[0],
+                "-runs=-1",
+                "-max_len=4096",
+                "-timeout=60",
+                "-rss_limit_mb=4096",
+                f"-artifact_prefix={ARTIFACTS}/{target.name}-",
+            ],
+            one,
+        )
         atheris.Fuzz()
         finish()
 
@@ -936,13 +1285,31 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 then this script runs as usual and finds it imported."""
 
 
-def run_atheris(name: str, examples: int | None, seconds: float | None, args: argparse.Namespace) -> Stats:
+def run_atheris(
+    name: str, examples: int | None, seconds: float | None, args: argparse.Namespace
+) -> Stats:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     stats_file = ARTIFACTS / f"{name}.stats.json"
     log = ARTIFACTS / f"{name}.log"
     stats_file.unlink(missing_ok=True)
-    command = [sys.executable, "-c", ATHERIS_BOOT, __file__, "--child", name, "--engine", "atheris", "--memory-every", str(args.memory_every),
-               "--hang-seconds", str(args.hang_seconds), "--memory-cap-mb", str(args.memory_cap // 2**20), "--stats", str(stats_file)]
+    command = [
+        sys.executable,
+        "-c",
+        ATHERIS_BOOT,
+        __file__,
+        "--child",
+        name,
+        "--engine",
+        "atheris",
+        "--memory-every",
+        str(args.memory_every),
+        "--hang-seconds",
+        str(args.hang_seconds),
+        "--memory-cap-mb",
+        str(args.memory_cap // 2**20),
+        "--stats",
+        str(stats_file),
+    ]
     if examples is not None:
         command += ["--examples", str(examples)]
     if seconds is not None:
@@ -966,36 +1333,50 @@ def report(all_stats: Sequence[Stats], args: argparse.Namespace) -> str:
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for s in all_stats:
-        lines.append(f"| {s.target} | {s.engine} | {s.examples:,} | {s.kinds['accepted']:,} | {s.kinds['refused']:,} | {s.known:,} | "
-                     f"{s.undeclared:,} | {s.hangs} | {s.worst_seconds * 1000:.1f} | {s.traced:,} | {s.worst_peak / 2**20:.2f} | {s.elapsed:.0f} |")
+        lines.append(
+            f"| {s.target} | {s.engine} | {s.examples:,} | {s.kinds['accepted']:,} | {s.kinds['refused']:,} | {s.known:,} | "
+            f"{s.undeclared:,} | {s.hangs} | {s.worst_seconds * 1000:.1f} | {s.traced:,} | {s.worst_peak / 2**20:.2f} | {s.elapsed:.0f} |"
+        )
     total = sum(s.examples for s in all_stats)
     new = sum(s.undeclared for s in all_stats)
     known = Counter[str]()
     for s in all_stats:
         known.update({k: n for k, n in s.kinds.items() if k.startswith("known:")})
     lines.append("")
-    lines.append(f"{total:,} examples; undeclared exceptions: {new} new, {sum(known.values())} from known bugs; "
-                 f"hangs: {sum(s.hangs for s in all_stats)}; over {args.memory_cap / 2**20:.0f} MB: {sum(s.over_memory for s in all_stats)}")
+    lines.append(
+        f"{total:,} examples; undeclared exceptions: {new} new, {sum(known.values())} from known bugs; "
+        f"hangs: {sum(s.hangs for s in all_stats)}; over {args.memory_cap / 2**20:.0f} MB: {sum(s.over_memory for s in all_stats)}"
+    )
     for bug in KNOWN_BUGS:
         state = "reproduces" if bug.active else "FIXED (its exceptions now count as new)"
-        lines.append(f"  known bug {bug.id} ({state}): {known[f'known:{bug.id}']} hits: {bug.summary}")
+        lines.append(
+            f"  known bug {bug.id} ({state}): {known[f'known:{bug.id}']} hits: {bug.summary}"
+        )
     for s in all_stats:
         if s.crashed:
             lines.append(f"  {s.target}: {s.crashed}")
         for f in s.failures:
-            lines.append(f"  {s.target} [{f['kind']}] {f['error']} at {f['where']}\n      input: {f['input']}")
+            lines.append(
+                f"  {s.target} [{f['kind']}] {f['error']} at {f['where']}\n      input: {f['input']}"
+            )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--examples", type=int, help="examples per target (default 2,000 unless --seconds)")
+    parser.add_argument(
+        "--examples", type=int, help="examples per target (default 2,000 unless --seconds)"
+    )
     parser.add_argument("--seconds", type=float, help="total time, split evenly across the targets")
-    parser.add_argument("--targets", default=",".join(TARGET_NAMES), help="comma-separated (default: all)")
+    parser.add_argument(
+        "--targets", default=",".join(TARGET_NAMES), help="comma-separated (default: all)"
+    )
     parser.add_argument("--engine", choices=["auto", "atheris", "hypothesis"], default="auto")
     parser.add_argument("--hang-seconds", type=float, default=HANG_SECONDS)
     parser.add_argument("--memory-cap-mb", type=int, default=MEMORY_CAP // 2**20)
-    parser.add_argument("--memory-every", type=int, default=MEMORY_EVERY, help="trace one example in this many")
+    parser.add_argument(
+        "--memory-every", type=int, default=MEMORY_EVERY, help="trace one example in this many"
+    )
     parser.add_argument("--strict", action="store_true", help="known-bug hits fail the run too")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
@@ -1014,13 +1395,19 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             if engine == "atheris":
                 parser.error("atheris is not importable: pip install atheris")
-            print("atheris is not importable; fuzzing with hypothesis (random generation, not coverage-guided)")
+            print(
+                "atheris is not importable; fuzzing with hypothesis (random generation, not coverage-guided)"
+            )
             engine = "hypothesis"
         else:
             engine = "atheris"
-    print(f"fuzzing {len(names)} targets with {engine}: "
-          + (f"{examples:,} examples each" if examples else "") + (" or " if examples and per_target else "")
-          + (f"{per_target:.0f} s each" if per_target else ""), flush=True)
+    print(
+        f"fuzzing {len(names)} targets with {engine}: "
+        + (f"{examples:,} examples each" if examples else "")
+        + (" or " if examples and per_target else "")
+        + (f"{per_target:.0f} s each" if per_target else ""),
+        flush=True,
+    )
     all_stats = []
     with tempfile.TemporaryDirectory(prefix="handbook-fuzz-") as tmp:
         targets = make_targets(Path(tmp), names) if engine == "hypothesis" else {}
@@ -1029,8 +1416,11 @@ def main(argv: list[str] | None = None) -> int:
                 stats = run_atheris(name, examples, per_target, args)
             else:
                 stats = run_hypothesis(targets[name], Budget(examples, per_target), args)
-            print(f"  {name}: {stats.examples:,} examples in {stats.elapsed:.0f} s, {stats.undeclared} undeclared, "
-                  f"{stats.known} known-bug hits, {stats.hangs} hangs{' — ' + stats.crashed if stats.crashed else ''}", flush=True)
+            print(
+                f"  {name}: {stats.examples:,} examples in {stats.elapsed:.0f} s, {stats.undeclared} undeclared, "
+                f"{stats.known} known-bug hits, {stats.hangs} hangs{' — ' + stats.crashed if stats.crashed else ''}",
+                flush=True,
+            )
             all_stats.append(stats)
     print()
     print(report(all_stats, args))

@@ -55,15 +55,20 @@ def _work(name: str) -> Path:
 
 def crash(runs: int, seed: int, verbose: bool) -> int:
     module = _tests("test_crash_publish")
-    print(f"crash: {runs} SIGKILLed builds of {module.EXAMPLE.relative_to(ROOT)} (seed {seed})", flush=True)
+    print(
+        f"crash: {runs} SIGKILLed builds of {module.EXAMPLE.relative_to(ROOT)} (seed {seed})",
+        flush=True,
+    )
     figures = module.crash_campaign(_work("crash"), runs, seed, log=print if verbose else None)
     for line in figures.lines():
         print("  " + line)
     for violation in figures.violations[:20]:
         print("  VIOLATION " + violation)
-    print(f"| crash | {figures.runs} runs | {figures.kills} killed ({figures.mid_publish} mid-publish) | "
-          f"complete bundles {figures.complete}/{figures.checks} | leftovers cleaned "
-          f"{figures.leftovers_cleaned}/{figures.leftovers_left} | {figures.seconds:.0f} s |")
+    print(
+        f"| crash | {figures.runs} runs | {figures.kills} killed ({figures.mid_publish} mid-publish) | "
+        f"complete bundles {figures.complete}/{figures.checks} | leftovers cleaned "
+        f"{figures.leftovers_cleaned}/{figures.leftovers_left} | {figures.seconds:.0f} s |"
+    )
     ok = not figures.violations and figures.leftovers_cleaned == figures.leftovers_left
     return 0 if ok else 1
 
@@ -79,10 +84,14 @@ def reload(swaps: int, clients: int, add_doc: bool) -> int:
         print("  EXAMPLE " + example)
     for failure in figures.reload_failures[:10]:
         print("  RELOAD " + failure)
-    print(f"| reload{' (+doc)' if add_doc else ''} | {figures.swaps} swaps | {clients} clients | "
-          f"{figures.requests} requests | {figures.errors} errors | {figures.mixed} mixed | "
-          f"tampered refused: {'yes' if figures.corrupt_refused else 'NO'} | {figures.seconds:.0f} s |")
-    ok = not (figures.errors or figures.mixed or figures.reload_failures) and figures.corrupt_refused
+    print(
+        f"| reload{' (+doc)' if add_doc else ''} | {figures.swaps} swaps | {clients} clients | "
+        f"{figures.requests} requests | {figures.errors} errors | {figures.mixed} mixed | "
+        f"tampered refused: {'yes' if figures.corrupt_refused else 'NO'} | {figures.seconds:.0f} s |"
+    )
+    ok = (
+        not (figures.errors or figures.mixed or figures.reload_failures) and figures.corrupt_refused
+    )
     return 0 if ok else 1
 
 
@@ -96,14 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     two = commands.add_parser("reload", help="swap bundles under concurrent requests")
     two.add_argument("--swaps", type=int, default=500)
     two.add_argument("--clients", type=int, default=16)
-    two.add_argument("--add-doc", action="store_true", help="the second version adds a doc before the others")
+    two.add_argument(
+        "--add-doc", action="store_true", help="the second version adds a doc before the others"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     if args.command == "crash":
         code = crash(args.runs, args.seed, args.verbose)
     else:
         code = reload(args.swaps, args.clients, args.add_doc)
-    print(f"{args.command}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - started:.1f} s")
+    print(
+        f"{args.command}: {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - started:.1f} s"
+    )
     return code
 
 

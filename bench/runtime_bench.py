@@ -114,7 +114,8 @@ if ARGS.get("warm"):
 """
 
 SNIPPETS: dict[str, tuple[str, str]] = {
-    "handbook": ("""\
+    "handbook": (
+        """\
 from handbook import Library
 from handbook.query import parse
 def search(q, k):
@@ -139,15 +140,21 @@ def docrank(q, k):
     order = sorted(best, key=lambda d: (-best[d][0], best[d][1]))[:k]
     return [(ids[d], best[d][0]) for d in order]
 def get(doc_id):
-    return lib.get(doc_id)""", """\
-lib = Library.open(ARGS["path"], trusted_keys=[ARGS["key"]])"""),
-    "lunr.py": ("""\
+    return lib.get(doc_id)""",
+        """\
+lib = Library.open(ARGS["path"], trusted_keys=[ARGS["key"]])""",
+    ),
+    "lunr.py": (
+        """\
 from lunr.index import Index
 def search(q, k):
-    return [(r["ref"], r["score"]) for r in idx.search(q)[:k]]""", """\
+    return [(r["ref"], r["score"]) for r in idx.search(q)[:k]]""",
+        """\
 with open(ARGS["lunr_index"], encoding="utf-8") as fh:
-    idx = Index.load(json.load(fh))"""),
-    "naive scan": ("""\
+    idx = Index.load(json.load(fh))""",
+    ),
+    "naive scan": (
+        """\
 import heapq
 def search(q, k):
     words = q.lower().split()
@@ -156,43 +163,56 @@ def search(q, k):
         count = sum(1 for w in words if w in text)
         if count:
             scored.append((-count, n, doc_id))
-    return [(doc_id, -count) for count, _, doc_id in heapq.nsmallest(k, scored)]""", """\
+    return [(doc_id, -count) for count, _, doc_id in heapq.nsmallest(k, scored)]""",
+        """\
 with open(ARGS["path"] + "/catalog.json", encoding="utf-8") as fh:
     DOCS = json.load(fh)["docs"]
-HAY = [(d["id"], " ".join([d["title"], d["summary"], *d["keywords"], *d["aliases"], d["id"]]).lower()) for d in DOCS]"""),
-    "FTS5": ("""\
+HAY = [(d["id"], " ".join([d["title"], d["summary"], *d["keywords"], *d["aliases"], d["id"]]).lower()) for d in DOCS]""",
+    ),
+    "FTS5": (
+        """\
 import sqlite3
 SQL = "SELECT ref, bm25(entries, 0.0, 10.0, 5.0, 1.0) AS s FROM entries WHERE entries MATCH ? ORDER BY s LIMIT ?"
 def search(q, k):
     match = " OR ".join('"' + w.replace('"', '""') + '"' for w in q.split())
-    return [(ref, -s) for ref, s in con.execute(SQL, (match, k))]""", """\
-con = sqlite3.connect("file:" + ARGS["index"] + "?mode=ro", uri=True)"""),
-    "tantivy": ("""\
+    return [(ref, -s) for ref, s in con.execute(SQL, (match, k))]""",
+        """\
+con = sqlite3.connect("file:" + ARGS["index"] + "?mode=ro", uri=True)""",
+    ),
+    "tantivy": (
+        """\
 import tantivy
 BOOSTS = {"title": 10.0, "keywords": 5.0}
 def search(q, k):
     query = index.parse_query(q, ["title", "keywords", "body"], field_boosts=BOOSTS)
-    return [(searcher.doc(address)["ref"][0], score) for score, address in searcher.search(query, k).hits]""", """\
+    return [(searcher.doc(address)["ref"][0], score) for score, address in searcher.search(query, k).hits]""",
+        """\
 index = tantivy.Index.open(ARGS["index"])
-searcher = index.searcher()"""),
-    "bm25s": ("""\
+searcher = index.searcher()""",
+    ),
+    "bm25s": (
+        """\
 import bm25s
 import Stemmer
 def search(q, k):
     tokens = bm25s.tokenize(q, stopwords="en", stemmer=STEMMER, return_ids=False, show_progress=False)
     docs, scores = retriever.retrieve(tokens, k=min(k, len(REFS)), show_progress=False)
-    return [(REFS[d], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]""", """\
+    return [(REFS[d], float(s)) for d, s in zip(docs[0], scores[0]) if s > 0]""",
+        """\
 retriever = bm25s.BM25.load(ARGS["index"], show_progress=False)
 with open(ARGS["index"] + "/refs.json", encoding="utf-8") as fh:
     REFS = json.load(fh)
-STEMMER = Stemmer.Stemmer("english")"""),
+STEMMER = Stemmer.Stemmer("english")""",
+    ),
 }
 
 
 def _memory() -> dict[str, float]:
     import resource
 
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 ** (2 if sys.platform == "darwin" else 1))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (
+        1024 ** (2 if sys.platform == "darwin" else 1)
+    )
     status = {}
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -248,8 +268,13 @@ def child_plain_lunr(request: dict[str, Any]) -> dict[str, Any]:
 
     with open(CRANFIELD / "docs.jsonl", encoding="utf-8") as fh:
         docs = [json.loads(line) for line in fh]
-    idx = lunr.lunr(ref="ref", fields=["title", "text"],
-                    documents=[{"ref": f"cran.{d['id']}", "title": d["title"], "text": d["text"]} for d in docs])
+    idx = lunr.lunr(
+        ref="ref",
+        fields=["title", "text"],
+        documents=[
+            {"ref": f"cran.{d['id']}", "title": d["title"], "text": d["text"]} for d in docs
+        ],
+    )
     return {"refs": [[r["ref"] for r in idx.search(q)[:100]] for q in request["queries"]]}
 
 
@@ -273,15 +298,25 @@ def child_prep(request_file: str) -> dict[str, Any]:
     out, bundle = Path(request["out"]), Path(request["bundle"])
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    entries = list(index_entries(check(load_config(request["config"])).docs))  # path order, as the build
-    report: dict[str, Any] = {"entries": len(entries), "notes": [], "built_s": {"entries": time.perf_counter() - t0}}
+    entries = list(
+        index_entries(check(load_config(request["config"])).docs)
+    )  # path order, as the build
+    report: dict[str, Any] = {
+        "entries": len(entries),
+        "notes": [],
+        "built_s": {"entries": time.perf_counter() - t0},
+    }
 
     t0 = time.perf_counter()
     db = out / "fts5.sqlite"
     db.unlink(missing_ok=True)
     con = sqlite3.connect(db)
-    con.execute("CREATE VIRTUAL TABLE entries USING fts5(ref UNINDEXED, title, keywords, body, tokenize='porter unicode61')")
-    con.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)", ((e.ref, *e.fields) for e in entries))
+    con.execute(
+        "CREATE VIRTUAL TABLE entries USING fts5(ref UNINDEXED, title, keywords, body, tokenize='porter unicode61')"
+    )
+    con.executemany(
+        "INSERT INTO entries VALUES (?, ?, ?, ?)", ((e.ref, *e.fields) for e in entries)
+    )
     con.execute("INSERT INTO entries(entries) VALUES ('optimize')")
     con.commit()
     con.close()
@@ -303,7 +338,11 @@ def child_prep(request_file: str) -> dict[str, Any]:
         index = tantivy.Index(schema.build(), path=str(target))
         writer = index.writer()
         for e in entries:
-            writer.add_document(tantivy.Document(ref=e.ref, title=e.fields[0], keywords=e.fields[1], body=e.fields[2]))
+            writer.add_document(
+                tantivy.Document(
+                    ref=e.ref, title=e.fields[0], keywords=e.fields[1], body=e.fields[2]
+                )
+            )
         writer.commit()
         writer.wait_merging_threads()
         report["built_s"]["tantivy"] = time.perf_counter() - t0
@@ -317,8 +356,12 @@ def child_prep(request_file: str) -> dict[str, Any]:
         t0 = time.perf_counter()
         target = out / "bm25s"
         shutil.rmtree(target, ignore_errors=True)
-        tokens = bm25s.tokenize([" ".join(e.fields) for e in entries], stopwords="en",
-                                stemmer=Stemmer.Stemmer("english"), show_progress=False)
+        tokens = bm25s.tokenize(
+            [" ".join(e.fields) for e in entries],
+            stopwords="en",
+            stemmer=Stemmer.Stemmer("english"),
+            show_progress=False,
+        )
         retriever = bm25s.BM25()
         retriever.index(tokens, show_progress=False)
         retriever.save(str(target), show_progress=False)
@@ -326,7 +369,9 @@ def child_prep(request_file: str) -> dict[str, Any]:
         report["built_s"]["bm25s"] = time.perf_counter() - t0
 
     report["stop_words"] = sorted(WORDS)
-    report["key"] = str(public_key_of(load_private_key(Path(keyfile()).read_bytes(), what="bench key")))
+    report["key"] = str(
+        public_key_of(load_private_key(Path(keyfile()).read_bytes(), what="bench key"))
+    )
     report["lunr_index"], note = lunr_index_file(bundle, out)
     report["notes"] += [note] if note else []
     with open(bundle / "catalog.json", encoding="utf-8") as fh:
@@ -334,7 +379,10 @@ def child_prep(request_file: str) -> dict[str, Any]:
     report["docs"] = len(catalog["docs"])
     count, seed = request["queries"], request["seed"]
     report["queries"] = make_queries(catalog, set(WORDS), count, seed)
-    report["get_ids"] = [d["id"] for d in random.Random(seed).sample(catalog["docs"], min(count, len(catalog["docs"])))]
+    report["get_ids"] = [
+        d["id"]
+        for d in random.Random(seed).sample(catalog["docs"], min(count, len(catalog["docs"])))
+    ]
     (out / "queries.json").write_text(json.dumps(report["queries"], indent=1), encoding="utf-8")
     (out / "stop_words.json").write_text(json.dumps(report["stop_words"]), encoding="utf-8")
     return report
@@ -383,22 +431,37 @@ def spawn(engine: str, label: str, args: dict[str, Any]) -> tuple[Cold, dict[str
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"runtime-{label}-{engine.replace(' ', '-')}.err", "wb") as err:
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", code, json.dumps(args)], stdout=subprocess.PIPE,
-                                 stderr=err, cwd=ROOT)
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, json.dumps(args)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            cwd=ROOT,
+        )
         assert child.stdout is not None
         line = child.stdout.readline()
         answered = time.perf_counter()
         rest = child.stdout.read()
         child.wait()
     if child.returncode or not line:
-        raise RuntimeError(f"{label} {engine}: child failed (exit {child.returncode}); see {err.name}")
+        raise RuntimeError(
+            f"{label} {engine}: child failed (exit {child.returncode}); see {err.name}"
+        )
     first = json.loads(line)
-    cold = Cold(answered - start, first["t0"] - start, first["import_s"], first["open_s"], first["first_s"], first["hits"])
+    cold = Cold(
+        answered - start,
+        first["t0"] - start,
+        first["import_s"],
+        first["open_s"],
+        first["first_s"],
+        first["hits"],
+    )
     warm_out = json.loads(rest.strip().splitlines()[-1]) if args.get("warm") else {}
     return cold, warm_out
 
 
-def run_engine(engine: str, label: str, base: dict[str, Any], warm_args: dict[str, Any], cold_runs: int) -> EngineRun:
+def run_engine(
+    engine: str, label: str, base: dict[str, Any], warm_args: dict[str, Any], cold_runs: int
+) -> EngineRun:
     """The warm child first (its cold start counts too), then `cold_runs - 1` cold-only ones."""
     args_file = RUNTIME / label / f"warm-{engine.replace(' ', '-')}.json"
     args_file.write_text(json.dumps(warm_args), encoding="utf-8")
@@ -421,7 +484,10 @@ def build_bundle(label: str, config: Path) -> tuple[Path, float]:
             old.unlink()
         elif old.exists():
             shutil.rmtree(old)
-    proc = run(f"runtime-build-{label}", [*HANDBOOK, "build", "--config", str(config), "--out", str(out), "--key", str(keyfile())])
+    proc = run(
+        f"runtime-build-{label}",
+        [*HANDBOOK, "build", "--config", str(config), "--out", str(out), "--key", str(keyfile())],
+    )
     return out.resolve(), proc.wall_s
 
 
@@ -430,9 +496,22 @@ def prep(label: str, config: Path, bundle: Path, args: argparse.Namespace) -> di
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     request = out / "prep.json"
-    request.write_text(json.dumps({"config": str(config), "out": str(out), "bundle": str(bundle),
-                                   "queries": args.queries, "seed": args.seed}), encoding="utf-8")
-    proc = run(f"runtime-prep-{label}", [sys.executable, str(Path(__file__).resolve()), "--child", str(request)])
+    request.write_text(
+        json.dumps(
+            {
+                "config": str(config),
+                "out": str(out),
+                "bundle": str(bundle),
+                "queries": args.queries,
+                "seed": args.seed,
+            }
+        ),
+        encoding="utf-8",
+    )
+    proc = run(
+        f"runtime-prep-{label}",
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(request)],
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -452,9 +531,11 @@ def lunr_index_file(bundle: Path, out: Path) -> tuple[str, str | None]:
     data["invertedIndex"].sort(key=lambda item: item[0])
     copy = out / "index.codepoint-order.json"
     copy.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    return str(copy), (f"lunr.py cannot load this bundle's index.json as written (terms in UTF-16 order, for lunr.js: "
-                  f"{moved:,} of {len(terms):,} positions differ from code-point order, and lunr.py raises "
-                  f"'Out of order word insertion'); it loads a copy with the inverted index re-sorted by code point")
+    return str(copy), (
+        f"lunr.py cannot load this bundle's index.json as written (terms in UTF-16 order, for lunr.js: "
+        f"{moved:,} of {len(terms):,} positions differ from code-point order, and lunr.py raises "
+        f"'Out of order word insertion'); it loads a copy with the inverted index re-sorted by code point"
+    )
 
 
 def _words(text: str, stop: set[str]) -> list[str]:
@@ -535,22 +616,43 @@ def measure(label: str, config: Path, args: argparse.Namespace) -> Measured:
     bundle, build_s = build_bundle(label, config)
     print(f"{label}: anchor indexes and query set", file=sys.stderr)
     setup = prep(label, config, bundle, args)
-    docs, queries, get_ids, lunr_index = setup["docs"], setup["queries"], setup["get_ids"], setup["lunr_index"]
+    docs, queries, get_ids, lunr_index = (
+        setup["docs"],
+        setup["queries"],
+        setup["get_ids"],
+        setup["lunr_index"],
+    )
     notes = list(setup["notes"])
     runs = []
     for engine in ENGINES:
-        index = {"FTS5": RUNTIME / label / "fts5.sqlite", "tantivy": RUNTIME / label / "tantivy",
-                 "bm25s": RUNTIME / label / "bm25s"}.get(engine)
+        index = {
+            "FTS5": RUNTIME / label / "fts5.sqlite",
+            "tantivy": RUNTIME / label / "tantivy",
+            "bm25s": RUNTIME / label / "bm25s",
+        }.get(engine)
         if index is not None and not index.exists():
             continue  # skipped in prep, with a note
         engine_queries = queries
         if engine == "lunr.py" and docs >= LARGE:
             engine_queries = queries[: args.lunr_queries]
-        base = {"path": str(bundle), "key": setup["key"], "index": str(index or ""), "first": queries[0],
-                "bench": str(BENCH), "lunr_index": lunr_index}
-        warm_args = {"mode": "bench", "queries": engine_queries, "k": 10,
-                     "get_ids": get_ids if engine == "handbook" else []}
-        print(f"{label}: {engine} ({len(engine_queries)} queries, {args.cold_runs} cold starts)", file=sys.stderr)
+        base = {
+            "path": str(bundle),
+            "key": setup["key"],
+            "index": str(index or ""),
+            "first": queries[0],
+            "bench": str(BENCH),
+            "lunr_index": lunr_index,
+        }
+        warm_args = {
+            "mode": "bench",
+            "queries": engine_queries,
+            "k": 10,
+            "get_ids": get_ids if engine == "handbook" else [],
+        }
+        print(
+            f"{label}: {engine} ({len(engine_queries)} queries, {args.cold_runs} cold starts)",
+            file=sys.stderr,
+        )
         runs.append(run_engine(engine, label, base, warm_args, args.cold_runs))
     library = Measured(label, docs, setup["entries"], build_s, runs, queries, notes)
     if docs >= LARGE:
@@ -582,16 +684,25 @@ def parity(handbook: EngineRun, lunr: EngineRun, cap: int) -> dict[str, Any]:
         a_refs, b_refs = [r for r, _ in a], [r for r, _ in b]
         same += bool(a_refs and b_refs and a_refs[0] == b_refs[0])
         top = b[0][1] if b else None
-        same_ties += bool(a and b and (a_refs[0] == b_refs[0] or math.isclose(a[0][1], top, rel_tol=1e-9)))
+        same_ties += bool(
+            a and b and (a_refs[0] == b_refs[0] or math.isclose(a[0][1], top, rel_tol=1e-9))
+        )
         overlap.append(len(set(a_refs) & set(b_refs)) / max(len(a_refs), len(b_refs)))
         # entries tied with the 10th score may stand in for each other
         last = b[-1][1]
         shared = len(set(a_refs) & set(b_refs)) + sum(
-            1 for r, s in a if r not in b_refs and math.isclose(s, last, rel_tol=1e-9))
+            1 for r, s in a if r not in b_refs and math.isclose(s, last, rel_tol=1e-9)
+        )
         overlap_ties.append(min(1.0, shared / max(len(a_refs), len(b_refs))))
-    return {"compared": compared, "raised": raised, "empty": empty, "same_top": same, "same_top_ties": same_ties,
-            "overlap": statistics.mean(overlap) if overlap else math.nan,
-            "overlap_ties": statistics.mean(overlap_ties) if overlap_ties else math.nan}
+    return {
+        "compared": compared,
+        "raised": raised,
+        "empty": empty,
+        "same_top": same,
+        "same_top_ties": same_ties,
+        "overlap": statistics.mean(overlap) if overlap else math.nan,
+        "overlap_ties": statistics.mean(overlap_ties) if overlap_ties else math.nan,
+    }
 
 
 # -- Cranfield ------------------------------------------------------------------------------
@@ -616,9 +727,12 @@ def cranfield_library(out: Path, summary: str) -> Path:
             short = (text[:200].strip() or "none") if summary == "abstract" else "-"
             (docs_dir / f"cran-{int(d['id']):04d}.md").write_text(
                 f"---\nid: cran.{d['id']}\ntitle: {_yaml_string(title)}\nkind: article\n"
-                f"summary: {_yaml_string(short)}\n---\n{text}\n", encoding="utf-8")
+                f"summary: {_yaml_string(short)}\n---\n{text}\n",
+                encoding="utf-8",
+            )
     config = out / "mkdocs.yml"
-    config.write_text(f"""site_name: Cranfield 1400 (summary {summary})
+    config.write_text(
+        f"""site_name: Cranfield 1400 (summary {summary})
 site_description: The Cranfield collection as a Handbook library, for bench/runtime_bench.py.
 docs_dir: docs
 site_dir: site
@@ -631,7 +745,9 @@ plugins:
       version: 1.0.0
       vocab:
         kind: [article]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return config
 
 
@@ -660,7 +776,9 @@ def _qrels() -> dict[str, dict[str, int]]:
     return qrels
 
 
-def quality(rankings: list[list[str] | None], ids: list[str], qrels: dict[str, dict[str, int]]) -> tuple[float, float]:
+def quality(
+    rankings: list[list[str] | None], ids: list[str], qrels: dict[str, dict[str, int]]
+) -> tuple[float, float]:
     """Mean nDCG@10 (linear gain = graded relevance) and Recall@100 (relevance > 0)."""
     ndcgs, recalls = [], []
     for qid, ranked in zip(ids, rankings, strict=True):
@@ -686,10 +804,17 @@ class Quality:
 
 def plain_lunr_quality() -> tuple[float, float, int]:
     print(f"cranfield: {PLAIN_LUNR}", file=sys.stderr)
-    ids, queries, _ = cranfield_queries(set(json.loads((RUNTIME / "cranfield-none" / "stop_words.json").read_text(encoding="utf-8"))))
+    ids, queries, _ = cranfield_queries(
+        set(
+            json.loads((RUNTIME / "cranfield-none" / "stop_words.json").read_text(encoding="utf-8"))
+        )
+    )
     request = RUNTIME / "cranfield-plain-lunr.json"
     request.write_text(json.dumps({"what": "plain-lunr", "queries": queries}), encoding="utf-8")
-    proc = run("runtime-cranfield-plain-lunr", [sys.executable, str(Path(__file__).resolve()), "--child", str(request)])
+    proc = run(
+        "runtime-cranfield-plain-lunr",
+        [sys.executable, str(Path(__file__).resolve()), "--child", str(request)],
+    )
     refs = json.loads(proc.stdout.strip().splitlines()[-1])["refs"]
     return (*quality(refs, ids, _qrels()), 0)
 
@@ -705,14 +830,25 @@ def measure_cranfield(variant: str) -> Quality:
     lunr_index = setup["lunr_index"]
     scores = {}
     for engine in ENGINES:
-        index = {"FTS5": RUNTIME / label / "fts5.sqlite", "tantivy": RUNTIME / label / "tantivy",
-                 "bm25s": RUNTIME / label / "bm25s"}.get(engine)
+        index = {
+            "FTS5": RUNTIME / label / "fts5.sqlite",
+            "tantivy": RUNTIME / label / "tantivy",
+            "bm25s": RUNTIME / label / "bm25s",
+        }.get(engine)
         if index is not None and not index.exists():
             continue
         print(f"{label}: {engine}", file=sys.stderr)
-        base = {"path": str(bundle), "key": setup["key"], "index": str(index or ""), "first": queries[0],
-                "bench": str(BENCH), "lunr_index": lunr_index}
-        out = run_engine(engine, label, base, {"mode": "quality", "queries": queries, "k": 100}, 1).warm
+        base = {
+            "path": str(bundle),
+            "key": setup["key"],
+            "index": str(index or ""),
+            "first": queries[0],
+            "bench": str(BENCH),
+            "lunr_index": lunr_index,
+        }
+        out = run_engine(
+            engine, label, base, {"mode": "quality", "queries": queries, "k": 100}, 1
+        ).warm
         ndcg, recall = quality(out["refs"], ids, qrels)
         scores[engine] = (ndcg, recall, out["errors"])
     return Quality(variant, scores, over, len(queries))
@@ -735,11 +871,15 @@ def library_table(lib: Measured) -> str:
         w = r.warm
         get = _f(p50(w["get_s"]), 3) if "get_s" in w else ""
         rss = f"{_f(w['maxrss_mb'], 0)} / {_f(w['vmrss_mb'], 0)}"
-        ratio = " | " if r is hb else f"{r.cold_ms / hb_cold:.1f} | {p50(w['search_s']) / hb_p50:.1f}"
+        ratio = (
+            " | " if r is hb else f"{r.cold_ms / hb_cold:.1f} | {p50(w['search_s']) / hb_p50:.1f}"
+        )
         queries = f"{r.queries}" + (f" ({w['errors']} raised)" if w["errors"] else "")
         name = f"**{r.engine}**" if r is hb else r.engine
-        lines.append(f"| {name} | {_f(r.cold_ms, 1)} | {_f(r.median('inside_s'), 1)} | {_f(p50(w['search_s']), 3)} "
-                     f"| {_f(p99(w['search_s']), 2)} | {get} | {rss} | {queries} | {ratio} |")
+        lines.append(
+            f"| {name} | {_f(r.cold_ms, 1)} | {_f(r.median('inside_s'), 1)} | {_f(p50(w['search_s']), 3)} "
+            f"| {_f(p99(w['search_s']), 2)} | {get} | {rss} | {queries} | {ratio} |"
+        )
     return "\n".join(lines)
 
 
@@ -754,10 +894,16 @@ def details_table(libraries: list[Measured]) -> str:
             w = r.warm
             walls = [c.wall_s * 1000 for c in r.cold]
             core = f"{_f(p50(w['core_s']), 3)} / {_f(p99(w['core_s']), 2)}" if "core_s" in w else ""
-            get = f"{_f(w['get_s'][0] * 1000, 1)} / {_f(p99(w['get_s']), 2)}" if w.get("get_s") else ""
-            lines.append(f"| {lib.label} | {r.engine} | {_f(r.median('start_s'), 1)} | {_f(r.median('import_s'), 1)} "
-                         f"| {_f(r.median('open_s'), 1)} | {_f(r.median('first_s'), 1)} | {_f(min(walls), 0)}-{_f(max(walls), 0)} "
-                         f"| {core} | {get} | {_f(w.get('vmhwm_mb'), 0)} |")
+            get = (
+                f"{_f(w['get_s'][0] * 1000, 1)} / {_f(p99(w['get_s']), 2)}"
+                if w.get("get_s")
+                else ""
+            )
+            lines.append(
+                f"| {lib.label} | {r.engine} | {_f(r.median('start_s'), 1)} | {_f(r.median('import_s'), 1)} "
+                f"| {_f(r.median('open_s'), 1)} | {_f(r.median('first_s'), 1)} | {_f(min(walls), 0)}-{_f(max(walls), 0)} "
+                f"| {core} | {get} | {_f(w.get('vmhwm_mb'), 0)} |"
+            )
     return "\n".join(lines)
 
 
@@ -770,13 +916,27 @@ def goal_lines(libraries: list[Measured]) -> list[str]:
         w = hb.warm
         checks = [
             ("cold start", hb.cold_ms, GOAL_COLD_MS, "ms", hb.cold_ms <= GOAL_COLD_MS),
-            ("search p50", p50(w["search_s"]), GOAL_P50_MS, "ms", p50(w["search_s"]) <= GOAL_P50_MS),
-            ("search p99", p99(w["search_s"]), GOAL_P99_MS, "ms", p99(w["search_s"]) <= GOAL_P99_MS),
+            (
+                "search p50",
+                p50(w["search_s"]),
+                GOAL_P50_MS,
+                "ms",
+                p50(w["search_s"]) <= GOAL_P50_MS,
+            ),
+            (
+                "search p99",
+                p99(w["search_s"]),
+                GOAL_P99_MS,
+                "ms",
+                p99(w["search_s"]) <= GOAL_P99_MS,
+            ),
             ("peak RSS", w["maxrss_mb"], GOAL_RSS_MB, "MB", w["maxrss_mb"] < GOAL_RSS_MB),
         ]
-        parts = [f"{name} {_f(value, 3 if unit == 'ms' and value < 10 else 1)} {unit} "
-                 f"({'met' if ok else f'**missed**, {value / goal:.1f}x the goal'})"
-                 for name, value, goal, unit, ok in checks]
+        parts = [
+            f"{name} {_f(value, 3 if unit == 'ms' and value < 10 else 1)} {unit} "
+            f"({'met' if ok else f'**missed**, {value / goal:.1f}x the goal'})"
+            for name, value, goal, unit, ok in checks
+        ]
         out.append(f"- {lib.label}: " + "; ".join(parts))
     return out
 
@@ -792,14 +952,18 @@ def parity_table(libraries: list[Measured]) -> str:
         if p is None:
             continue
         n = max(p["compared"], 1)
-        lines.append(f"| {lib.label} | {p['compared']} | {p['raised']} | {p['empty']} | {p['same_top'] / n:.1%} "
-                     f"| {p['same_top_ties'] / n:.1%} | {p['overlap']:.3f} | {p['overlap_ties']:.3f} |")
+        lines.append(
+            f"| {lib.label} | {p['compared']} | {p['raised']} | {p['empty']} | {p['same_top'] / n:.1%} "
+            f"| {p['same_top_ties'] / n:.1%} | {p['overlap']:.3f} | {p['overlap_ties']:.3f} |"
+        )
     return "\n".join(lines)
 
 
 def quality_table(results: list[Quality]) -> str:
     names = {"abstract": "summary = abstract[:200]", "none": "summary '-'"}
-    head = "| engine | " + " | ".join(f"nDCG@10, {names[q.variant]} | R@100, {names[q.variant]}" for q in results)
+    head = "| engine | " + " | ".join(
+        f"nDCG@10, {names[q.variant]} | R@100, {names[q.variant]}" for q in results
+    )
     lines = [head + " | README nDCG@10 / R@100 |", "|---|" + "--:|--:|" * len(results) + "--:|"]
     for engine in (*ENGINES, PLAIN_LUNR):
         if not any(engine in q.scores for q in results):
@@ -807,7 +971,13 @@ def quality_table(results: list[Quality]) -> str:
         row = f"| {engine} |"
         for q in results:
             s = q.scores.get(engine)
-            row += " n/a | n/a |" if s is None else f" {s[0]:.3f} | {s[1]:.3f} |" if not s[2] else f" {s[0]:.3f} ({s[2]} raised) | {s[1]:.3f} |"
+            row += (
+                " n/a | n/a |"
+                if s is None
+                else f" {s[0]:.3f} | {s[1]:.3f} |"
+                if not s[2]
+                else f" {s[0]:.3f} ({s[2]} raised) | {s[1]:.3f} |"
+            )
         anchor = README_ANCHORS.get(engine)
         lines.append(row + (f" {anchor[0]:.3f} / {anchor[1]:.3f} |" if anchor else " |"))
     return "\n".join(lines)
@@ -815,39 +985,79 @@ def quality_table(results: list[Quality]) -> str:
 
 def commit() -> str:
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
 
 def versions() -> str:
-    code = ("import importlib.metadata as m\nout = []\n"
-            "for name in ('lunr', 'tantivy', 'bm25s', 'PyStemmer', 'numpy'):\n"
-            "    try:\n        out.append(f'{name} {m.version(name)}')\n"
-            "    except m.PackageNotFoundError:\n        out.append(f'{name} missing')\n"
-            "import sqlite3\nout.append(f'SQLite {sqlite3.sqlite_version}')\nprint(', '.join(out))")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import importlib.metadata as m\nout = []\n"
+        "for name in ('lunr', 'tantivy', 'bm25s', 'PyStemmer', 'numpy'):\n"
+        "    try:\n        out.append(f'{name} {m.version(name)}')\n"
+        "    except m.PackageNotFoundError:\n        out.append(f'{name} missing')\n"
+        "import sqlite3\nout.append(f'SQLite {sqlite3.sqlite_version}')\nprint(', '.join(out))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000", help="synthetic library sizes, comma-separated (default: %(default)s)")
+    parser.add_argument(
+        "--sizes",
+        default="1000,10000",
+        help="synthetic library sizes, comma-separated (default: %(default)s)",
+    )
     parser.add_argument("--no-real", action="store_true", help="skip the msdocs-10k corpus")
-    parser.add_argument("--no-cranfield", action="store_true", help="skip the Cranfield retrieval-quality part")
-    parser.add_argument("--queries", type=int, default=200, help="queries per library (default: %(default)s)")
-    parser.add_argument("--lunr-queries", type=int, default=100,
-                        help=f"lunr.py's queries on libraries of {LARGE:,} docs or more (default: %(default)s)")
-    parser.add_argument("--parity-queries", type=int, default=100, help="queries compared with lunr.py (default: %(default)s)")
-    parser.add_argument("--cold-runs", type=int, default=5, help="cold starts per engine; the median is reported (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic libraries and query sets (default: %(default)s)")
+    parser.add_argument(
+        "--no-cranfield", action="store_true", help="skip the Cranfield retrieval-quality part"
+    )
+    parser.add_argument(
+        "--queries", type=int, default=200, help="queries per library (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--lunr-queries",
+        type=int,
+        default=100,
+        help=f"lunr.py's queries on libraries of {LARGE:,} docs or more (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--parity-queries",
+        type=int,
+        default=100,
+        help="queries compared with lunr.py (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cold-runs",
+        type=int,
+        default=5,
+        help="cold starts per engine; the median is reported (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the synthetic libraries and query sets (default: %(default)s)",
+    )
     parser.add_argument("--child", metavar="REQUEST", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child_prep(args.child)))
         return 0
     started = time.perf_counter()
-    results = [measure(label, config, args) for label, config in libraries(args.sizes, args.seed, not args.no_real)]
+    results = [
+        measure(label, config, args)
+        for label, config in libraries(args.sizes, args.seed, not args.no_real)
+    ]
     cranfield: list[Quality] = []
     if not args.no_cranfield:
         if (CRANFIELD / "docs.jsonl").exists():
@@ -858,17 +1068,23 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"note: {CRANFIELD} not found; retrieval quality skipped", file=sys.stderr)
 
-    print(f"Runtime beside lunr.py, FTS5, tantivy and bm25s; {environment()}; commit {commit()}; {versions()}\n")
+    print(
+        f"Runtime beside lunr.py, FTS5, tantivy and bm25s; {environment()}; commit {commit()}; {versions()}\n"
+    )
     for lib in results:
         print(library_table(lib))
         print()
         for note in lib.notes:
             print(f"note: {note}")
-    print("Cold start = spawn to first answer read by the parent, median of "
-          f"{args.cold_runs}; in-process = imports + open + first query inside the child.\n")
+    print(
+        "Cold start = spawn to first answer read by the parent, median of "
+        f"{args.cold_runs}; in-process = imports + open + first query inside the child.\n"
+    )
     print(details_table(results))
-    print(f"\nGoals at {GOAL_DOCS:,} docs: cold start <= {GOAL_COLD_MS:.0f} ms, search p50 <= {GOAL_P50_MS:.0f} ms, "
-          f"p99 <= {GOAL_P99_MS:.0f} ms, RSS < {GOAL_RSS_MB:.0f} MB")
+    print(
+        f"\nGoals at {GOAL_DOCS:,} docs: cold start <= {GOAL_COLD_MS:.0f} ms, search p50 <= {GOAL_P50_MS:.0f} ms, "
+        f"p99 <= {GOAL_P99_MS:.0f} ms, RSS < {GOAL_RSS_MB:.0f} MB"
+    )
     for line in goal_lines(results):
         print(line)
     if any(lib.parity for lib in results):
@@ -876,10 +1092,14 @@ def main(argv: list[str] | None = None) -> int:
         print(parity_table(results))
     if cranfield:
         q = cranfield[0]
-        print(f"\nCranfield 1400, {q.queries} queries ({q.over_cap} over 32 words before stop words were dropped):\n")
+        print(
+            f"\nCranfield 1400, {q.queries} queries ({q.over_cap} over 32 words before stop words were dropped):\n"
+        )
         print(quality_table(cranfield))
-    print(f"\n(whole run {time.perf_counter() - started:.0f} s; this process's peak RSS "
-          f"{_memory()['maxrss_mb']:.0f} MB, the floor of every child's ru_maxrss)")
+    print(
+        f"\n(whole run {time.perf_counter() - started:.0f} s; this process's peak RSS "
+        f"{_memory()['maxrss_mb']:.0f} MB, the floor of every child's ru_maxrss)"
+    )
     return 0
 
 

@@ -81,24 +81,134 @@ KINDS = {
 VERIFIED = {"verified": 0.3, "field_tested": 0.2, "unverified": 0.5}
 
 WORDS = [
-    "address", "adapter", "alarm", "analog", "baud", "buffer", "byte", "cable",
-    "calibration", "channel", "checksum", "client", "coil", "collector", "commissioning",
-    "connection", "controller", "counter", "current", "cycle", "data", "deadband",
-    "default", "device", "diagnostic", "display", "drift", "driver", "energy", "endpoint",
-    "error", "fault", "field", "filter", "firmware", "flow", "frame", "frequency",
-    "gateway", "handshake", "header", "heartbeat", "holding", "host", "input", "interval",
-    "latency", "limit", "link", "load", "log", "loop", "map", "measurement", "meter",
-    "mode", "module", "network", "node", "offset", "order", "output", "packet", "panel",
-    "parity", "payload", "phase", "poll", "port", "power", "pressure", "profile", "pulse",
-    "queue", "range", "rate", "reading", "register", "relay", "request", "reset",
-    "response", "retry", "sample", "scale", "sensor", "serial", "server", "session",
-    "setpoint", "signal", "site", "slave", "socket", "speed", "state", "status", "subnet",
-    "switch", "tag", "temperature", "terminal", "threshold", "timeout", "timestamp",
-    "topic", "transport", "trend", "unit", "value", "voltage", "watchdog", "wiring", "word",
+    "address",
+    "adapter",
+    "alarm",
+    "analog",
+    "baud",
+    "buffer",
+    "byte",
+    "cable",
+    "calibration",
+    "channel",
+    "checksum",
+    "client",
+    "coil",
+    "collector",
+    "commissioning",
+    "connection",
+    "controller",
+    "counter",
+    "current",
+    "cycle",
+    "data",
+    "deadband",
+    "default",
+    "device",
+    "diagnostic",
+    "display",
+    "drift",
+    "driver",
+    "energy",
+    "endpoint",
+    "error",
+    "fault",
+    "field",
+    "filter",
+    "firmware",
+    "flow",
+    "frame",
+    "frequency",
+    "gateway",
+    "handshake",
+    "header",
+    "heartbeat",
+    "holding",
+    "host",
+    "input",
+    "interval",
+    "latency",
+    "limit",
+    "link",
+    "load",
+    "log",
+    "loop",
+    "map",
+    "measurement",
+    "meter",
+    "mode",
+    "module",
+    "network",
+    "node",
+    "offset",
+    "order",
+    "output",
+    "packet",
+    "panel",
+    "parity",
+    "payload",
+    "phase",
+    "poll",
+    "port",
+    "power",
+    "pressure",
+    "profile",
+    "pulse",
+    "queue",
+    "range",
+    "rate",
+    "reading",
+    "register",
+    "relay",
+    "request",
+    "reset",
+    "response",
+    "retry",
+    "sample",
+    "scale",
+    "sensor",
+    "serial",
+    "server",
+    "session",
+    "setpoint",
+    "signal",
+    "site",
+    "slave",
+    "socket",
+    "speed",
+    "state",
+    "status",
+    "subnet",
+    "switch",
+    "tag",
+    "temperature",
+    "terminal",
+    "threshold",
+    "timeout",
+    "timestamp",
+    "topic",
+    "transport",
+    "trend",
+    "unit",
+    "value",
+    "voltage",
+    "watchdog",
+    "wiring",
+    "word",
 ]
 VERBS = [
-    "check", "confirm", "read", "write", "poll", "restart", "replace", "verify", "record",
-    "compare", "set", "clear",
+    "check",
+    "confirm",
+    "read",
+    "write",
+    "poll",
+    "restart",
+    "replace",
+    "verify",
+    "record",
+    "compare",
+    "set",
+    "clear",
 ]
 
 QUANTITIES = [
@@ -123,15 +233,40 @@ SCALES = [1, 0.1, 0.01, 0.001]
 PORTS = {"modbus": 502, "mqtt": 1883, "opcua": 4840, "bacnet": 47808, "profinet": 34964}
 
 SECTIONS = {
-    "device": ["Overview", "Wiring", "Firmware", "Pitfalls", "Alarms", "Maintenance",
-               "Calibration", "Diagnostics", "Network settings", "Scaling and units",
-               "Known issues", "Change history"],
-    "protocol": ["Data model", "Addressing", "Byte and word order", "Timing", "Security",
-                 "Error codes", "Pitfalls", "Tools"],
-    "guide": ["Before you go on site", "On site", "Handover", "Checklist", "Rollback",
-              "Who to call", "Records to keep"],
-    "troubleshooting": ["Symptoms", "Likely causes", "Checks", "Fix", "Prevention",
-                        "Escalation"],
+    "device": [
+        "Overview",
+        "Wiring",
+        "Firmware",
+        "Pitfalls",
+        "Alarms",
+        "Maintenance",
+        "Calibration",
+        "Diagnostics",
+        "Network settings",
+        "Scaling and units",
+        "Known issues",
+        "Change history",
+    ],
+    "protocol": [
+        "Data model",
+        "Addressing",
+        "Byte and word order",
+        "Timing",
+        "Security",
+        "Error codes",
+        "Pitfalls",
+        "Tools",
+    ],
+    "guide": [
+        "Before you go on site",
+        "On site",
+        "Handover",
+        "Checklist",
+        "Rollback",
+        "Who to call",
+        "Records to keep",
+    ],
+    "troubleshooting": ["Symptoms", "Likely causes", "Checks", "Fix", "Prevention", "Escalation"],
     "reference": ["Scope", "Definitions", "Values", "Limits", "Examples", "See also"],
 }
 YAML_WORDS = {"yes", "no", "true", "false", "on", "off", "null", "y", "n"}
@@ -195,7 +330,9 @@ def _bullets(rng: random.Random) -> str:
 
 
 def _table(rng: random.Random) -> str:
-    columns = rng.sample(["setting", "value", "default", "unit", "range", "notes", "since"], rng.randint(3, 5))
+    columns = rng.sample(
+        ["setting", "value", "default", "unit", "range", "notes", "since"], rng.randint(3, 5)
+    )
     rows = []
     for _ in range(rng.randint(3, 8)):
         rows.append([_cell(rng, col) for col in columns])
@@ -249,11 +386,19 @@ def _registers(rng: random.Random) -> list[dict[str, str | int | float]]:
 
 def _register_table(device: Device) -> str:
     rows = [
-        [str(r["name"]).replace("_", " "), str(40001 + int(r["address"])), str(r["address"]),
-         str(r["type"]), str(r.get("scale", DASH)), str(r.get("unit", DASH))]
+        [
+            str(r["name"]).replace("_", " "),
+            str(40001 + int(r["address"])),
+            str(r["address"]),
+            str(r["type"]),
+            str(r.get("scale", DASH)),
+            str(r.get("unit", DASH)),
+        ]
         for r in device.registers
     ]
-    return _render_table(["quantity", "document address", "protocol address", "type", "scale", "unit"], rows)
+    return _render_table(
+        ["quantity", "document address", "protocol address", "type", "scale", "unit"], rows
+    )
 
 
 def _collector_config(rng: random.Random, device: Device) -> dict[str, object]:
@@ -315,9 +460,15 @@ def _snippet(rng: random.Random, device: Device | None) -> str:
     if lang == "toml":
         return _fence("toml", _toml(config))
     if lang == "bash":
-        return _fence("bash", f"handbook-collector poll --host {config['host']} --port {config['port']} --unit {config['unit_id']}")
-    log = [f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T0{rng.randint(0, 9)}:{rng.randint(10, 59)}:00Z "
-           f"{rng.choice(['INFO', 'WARN', 'ERROR'])} {_sentence(rng)}" for _ in range(rng.randint(2, 6))]
+        return _fence(
+            "bash",
+            f"handbook-collector poll --host {config['host']} --port {config['port']} --unit {config['unit_id']}",
+        )
+    log = [
+        f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T0{rng.randint(0, 9)}:{rng.randint(10, 59)}:00Z "
+        f"{rng.choice(['INFO', 'WARN', 'ERROR'])} {_sentence(rng)}"
+        for _ in range(rng.randint(2, 6))
+    ]
     return _fence("text", "\n".join(log))
 
 
@@ -333,8 +484,14 @@ def _device(rng: random.Random, used: set[str]) -> Device:
         if f"{vendor_slug}.{model_slug}" not in used:
             used.add(f"{vendor_slug}.{model_slug}")
             break
-    device = Device(vendor, vendor_slug, f"{prefix}-{number}", model_slug,
-                    rng.choice(list(EQUIPMENT)), rng.choice(list(PROTOCOLS)))
+    device = Device(
+        vendor,
+        vendor_slug,
+        f"{prefix}-{number}",
+        model_slug,
+        rng.choice(list(EQUIPMENT)),
+        rng.choice(list(PROTOCOLS)),
+    )
     device.registers = _registers(rng)
     return device
 
@@ -378,12 +535,23 @@ def _page(rng: random.Random, used: set[str]) -> Page:
         doc_id = f"device.{device.vendor_slug}.{device.model_slug}"
         path = f"{folder}/{device.vendor_slug}/{device.model_slug}.md"
         title = f"{device.vendor} {device.model} {EQUIPMENT[device.equipment]} (synthetic)"
-        summary = (f"Register map, connection defaults and a collector snippet for the synthetic "
-                   f"{device.vendor} {device.model} {EQUIPMENT[device.equipment]} over {PROTOCOLS[device.protocol]}. "
-                   + _sentence(rng))
+        summary = (
+            f"Register map, connection defaults and a collector snippet for the synthetic "
+            f"{device.vendor} {device.model} {EQUIPMENT[device.equipment]} over {PROTOCOLS[device.protocol]}. "
+            + _sentence(rng)
+        )
         equipment, protocol = device.equipment, device.protocol
-        keywords = [device.model_slug, device.model, EQUIPMENT[device.equipment], device.protocol, device.vendor_slug]
-        aliases = [device.model.replace("-", ""), f"{device.vendor} {device.model.replace('-', ' ')}"]
+        keywords = [
+            device.model_slug,
+            device.model,
+            EQUIPMENT[device.equipment],
+            device.protocol,
+            device.vendor_slug,
+        ]
+        aliases = [
+            device.model.replace("-", ""),
+            f"{device.vendor} {device.model.replace('-', ' ')}",
+        ]
     else:
         title, equipment, protocol = _topic_title(rng, kind)
         base = _slug(title)
@@ -439,14 +607,18 @@ def _section(rng: random.Random, title: str, device: Device | None) -> str:
 
 
 def _body(rng: random.Random, kind: str, title: str, device: Device | None) -> str:
-    target = min(max(int(rng.lognormvariate(math.log(BODY_MEDIAN), BODY_SIGMA)), BODY_MIN), BODY_TARGET_MAX)
+    target = min(
+        max(int(rng.lognormvariate(math.log(BODY_MEDIAN), BODY_SIGMA)), BODY_MIN), BODY_TARGET_MAX
+    )
     parts = [f"# {title}", _paragraph(rng)]
     if device is not None:
         parts.append(f"## Connection defaults\n\n{_table(rng)}")
         parts.append(f"## Register map\n\n{_paragraph(rng)}\n\n{_register_table(device)}")
     closing = []
     if device is not None:
-        closing.append(f"## Collector snippet\n\n{_fence('yaml', _yaml(_collector_config(rng, device)))}")
+        closing.append(
+            f"## Collector snippet\n\n{_fence('yaml', _yaml(_collector_config(rng, device)))}"
+        )
     titles = rng.sample(SECTIONS[kind], len(SECTIONS[kind]))
     size = sum(len(p) + 2 for p in parts + closing)
     sections, min_sections = 0, (0 if device else 2)
@@ -481,9 +653,9 @@ plugins:
       library: synthetic
       version: 1.0.0
       vocab:
-        kind: [{', '.join(KINDS)}]
-        equipment_type: [{', '.join(EQUIPMENT)}]
-        protocol: [{', '.join(PROTOCOLS)}]
+        kind: [{", ".join(KINDS)}]
+        equipment_type: [{", ".join(EQUIPMENT)}]
+        protocol: [{", ".join(PROTOCOLS)}]
 """
 
 
@@ -495,7 +667,9 @@ def generate(out: Path, docs: int, seed: int = 0) -> Path:
     docs_dir = out / "docs"
     if docs_dir.exists():
         if not (docs_dir / MARKER).exists() and any(docs_dir.iterdir()):
-            raise FileExistsError(f"{docs_dir} exists and was not made by bench/synth.py; choose another OUT_DIR")
+            raise FileExistsError(
+                f"{docs_dir} exists and was not made by bench/synth.py; choose another OUT_DIR"
+            )
         shutil.rmtree(docs_dir)
     rng = random.Random(seed)
     used: set[str] = set()
@@ -520,7 +694,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.docs < 1:
         parser.error("--docs must be at least 1")
     config = generate(args.out, args.docs, args.seed)
-    print(f"wrote {args.docs} docs under {config.parent / 'docs'}; check with: handbook check --config {config}")
+    print(
+        f"wrote {args.docs} docs under {config.parent / 'docs'}; check with: handbook check --config {config}"
+    )
 
 
 if __name__ == "__main__":

@@ -116,7 +116,9 @@ def live(app: Any) -> Iterator[tuple[str, int]]:
         sock.close()
 
 
-def request(address: tuple[str, int], path: str, headers: dict[str, str] | None = None, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+def request(
+    address: tuple[str, int], path: str, headers: dict[str, str] | None = None, method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
     """One request with the path sent exactly as given (no client-side normalization)."""
     conn = http.client.HTTPConnection(*address, timeout=30)
     try:

@@ -51,7 +51,9 @@ class Refused(Exception):
 def canonical(value: Any) -> bytes:
     """Canonical JSON for payloads whose keys are all ASCII (the signed profile): sorted
     keys, no whitespace, strings escaped as RFC 8785 prescribes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
 
 
 def _strict_json(data: bytes, what: str) -> Any:
@@ -67,7 +69,12 @@ def _strict_json(data: bytes, what: str) -> Any:
         raise Refused(f"{what}: {text} is not allowed (integers only, no floats)")
 
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_float=no_number, parse_constant=no_number)
+        return json.loads(
+            data.decode("utf-8"),
+            object_pairs_hook=pairs,
+            parse_float=no_number,
+            parse_constant=no_number,
+        )
     except (UnicodeDecodeError, ValueError) as exc:
         raise Refused(f"{what}: not strict UTF-8 JSON ({exc})") from None
 
@@ -133,7 +140,9 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
         raise Refused(f"{MANIFEST}: not canonical JSON")
     signed = manifest["signed"]
     if not isinstance(signed, dict) or not SIGNED_KEYS <= set(signed) <= SIGNED_KEYS | {"expires"}:
-        raise Refused(f"{MANIFEST}: signed payload must have exactly the keys {sorted(SIGNED_KEYS)} (+ expires)")
+        raise Refused(
+            f"{MANIFEST}: signed payload must have exactly the keys {sorted(SIGNED_KEYS)} (+ expires)"
+        )
     if not isinstance(signed["docs"], int) or isinstance(signed["docs"], bool):
         raise Refused(f"{MANIFEST}: signed.docs must be an integer")
     if signed["spec"] != SPEC:
@@ -166,7 +175,11 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
         raise Refused(f"{MANIFEST}: files must be an object that does not list the manifest")
     contents: dict[str, bytes] = {}
     for name, entry in sorted(files.items()):
-        if not isinstance(entry, dict) or set(entry) != {"sha256", "bytes"} or not isinstance(entry["bytes"], int):
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"sha256", "bytes"}
+            or not isinstance(entry["bytes"], int)
+        ):
             raise Refused(f"{MANIFEST}: files[{name!r}] must be {{sha256, bytes}}")
         data = _read_regular(root, name)
         if len(data) != entry["bytes"]:
@@ -232,7 +245,9 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
         try:
             text = data[start:end].decode("utf-8")
         except UnicodeDecodeError:
-            raise Refused(f"{what}: section {title!r} offsets are not UTF-8 character boundaries") from None
+            raise Refused(
+                f"{what}: section {title!r} offsets are not UTF-8 character boundaries"
+            ) from None
         if section["level"] != 2:
             raise Refused(f"{what}: section {title!r} is not a ## heading")
         line = text.split("\n", 1)[0]
@@ -241,7 +256,9 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
         if not 1 <= hashes <= 6 or (rest and rest[0] not in " \t"):
             raise Refused(f"{what}: section {title!r} does not start at a heading: {line[:40]!r}")
         if hashes != section["level"]:
-            raise Refused(f"{what}: section {title!r} is level {section['level']}, its heading has {hashes} '#'")
+            raise Refused(
+                f"{what}: section {title!r} is level {section['level']}, its heading has {hashes} '#'"
+            )
         if not _MARKUP & set(title) and title not in rest:
             raise Refused(f"{what}: section {title!r} starts at heading {line[:60]!r}")
         if section["chars"] != len(text):
@@ -259,7 +276,9 @@ class Built:
 
     @property
     def public(self) -> bytes:
-        return self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return self.key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
 
 
 def build(config_path: Path, out: Path, key: Ed25519PrivateKey | None = None) -> Built:
@@ -291,7 +310,10 @@ def doc(id_: str, title: str, body: str, keywords: str = "[]") -> str:
 
 
 MULTIBYTE_DOCS = {
-    "rocket.md": doc("launch.rocket", "Rocket launch 🚀", """\
+    "rocket.md": doc(
+        "launch.rocket",
+        "Rocket launch 🚀",
+        """\
         # Rocket launch 🚀
 
         Before any section: 🚀 café naïve 東京の工場 𠮷野家 ￦ ﬁeld.
@@ -307,14 +329,19 @@ MULTIBYTE_DOCS = {
         ## 東京の工場
 
         日本語のテキスト。
-        """),
-    "plain.md": doc("plain.ascii", "Plain", """\
+        """,
+    ),
+    "plain.md": doc(
+        "plain.ascii",
+        "Plain",
+        """\
         # Plain
 
         ## Only ASCII
 
         Text.
-        """),
+        """,
+    ),
 }
 
 
@@ -349,7 +376,10 @@ def test_multibyte_offsets_are_utf8_byte_offsets(multibyte: Built) -> None:
     verify_bundle(multibyte.out, multibyte.public)
     catalog = json.loads((multibyte.out / CATALOG).read_bytes())
     rocket = next(d for d in catalog["docs"] if d["id"] == "launch.rocket")
-    assert [s["title"] for s in rocket["sections"]] == ["Countdown 🚀", "東京の工場"]  # "### Über-check" is inside the first
+    assert [s["title"] for s in rocket["sections"]] == [
+        "Countdown 🚀",
+        "東京の工場",
+    ]  # "### Über-check" is inside the first
     assert rocket["bytes"] > rocket["chars"]
 
 
@@ -367,15 +397,35 @@ def test_cli_keygen_and_build_are_accepted(tmp_path: Path, example: Built) -> No
     cli = [sys.executable, "-c", "from handbook.cli import main; main()"]
     env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "CI": "1"}
     env.pop("HANDBOOK_SIGNING_KEY", None)
-    keygen = subprocess.run([*cli, "keygen", "--out", str(tmp_path / "key.pem")], env=env,
-                            capture_output=True, text=True, check=True, timeout=60)
+    keygen = subprocess.run(
+        [*cli, "keygen", "--out", str(tmp_path / "key.pem")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     printed = [line for line in keygen.stdout.splitlines() if line.startswith("ed25519:")]
     assert len(printed) == 1, keygen.stdout
     public = base64.b64decode(printed[0].removeprefix("ed25519:"), validate=True)
     assert len(public) == 32
-    subprocess.run([*cli, "build", "--config", str(EXAMPLE), "--out", str(tmp_path / "bundle"),
-                    "--key", str(tmp_path / "key.pem")], env=env, capture_output=True, text=True,
-                   check=True, timeout=60)
+    subprocess.run(
+        [
+            *cli,
+            "build",
+            "--config",
+            str(EXAMPLE),
+            "--out",
+            str(tmp_path / "bundle"),
+            "--key",
+            str(tmp_path / "key.pem"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     signed = verify_bundle(tmp_path / "bundle", public)
     # Same inputs and SOURCE_DATE_EPOCH give the same files, whoever builds them.
     assert signed["files"] == verify_bundle(example.out, example.public)["files"]
@@ -422,7 +472,9 @@ def _symlink_listed_file(root: Path) -> None:
 
 def _pretty_print_manifest(root: Path) -> None:
     path = root / MANIFEST
-    path.write_text(json.dumps(json.loads(path.read_bytes()), indent=1, sort_keys=True), encoding="utf-8")
+    path.write_text(
+        json.dumps(json.loads(path.read_bytes()), indent=1, sort_keys=True), encoding="utf-8"
+    )
 
 
 def _alter_signed_payload(root: Path) -> None:
@@ -472,7 +524,11 @@ def test_tampered_bundles_are_refused(example: Built, tmp_path: Path, case: str)
 
 
 def test_another_key_is_refused(example: Built) -> None:
-    other = Ed25519PrivateKey.generate().public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    other = (
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
     with pytest.raises(Refused, match="no valid signature"):
         verify_bundle(example.out, other)
 
@@ -484,14 +540,20 @@ def _resign(root: Path, key: Ed25519PrivateKey, edit: Callable[[dict[str, Any]],
     """Edit the catalog, then list and sign it again, as a dishonest builder would."""
     catalog = json.loads((root / CATALOG).read_bytes())
     edit(catalog)
-    data = json.dumps(catalog, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    data = json.dumps(catalog, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(
+        "utf-8"
+    )
     (root / CATALOG).write_bytes(data)
     manifest = json.loads((root / MANIFEST).read_bytes())
     signed = manifest["signed"]
     signed["files"][CATALOG] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
-    public = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    public = key.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
     sig = key.sign(len(TAG).to_bytes(2, "big") + TAG + canonical(signed))
-    manifest["signatures"] = [{"keyid": hashlib.sha256(public).hexdigest(), "sig": base64.b64encode(sig).decode()}]
+    manifest["signatures"] = [
+        {"keyid": hashlib.sha256(public).hexdigest(), "sig": base64.b64encode(sig).decode()}
+    ]
     (root / MANIFEST).write_bytes(canonical(manifest))
 
 
@@ -552,7 +614,9 @@ def test_resigned_unchanged_bundle_is_accepted(multibyte: Built, tmp_path: Path)
 
 
 @pytest.mark.parametrize("case", sorted(CATALOG_EDITS))
-def test_validly_signed_but_wrong_catalogs_are_refused(multibyte: Built, tmp_path: Path, case: str) -> None:
+def test_validly_signed_but_wrong_catalogs_are_refused(
+    multibyte: Built, tmp_path: Path, case: str
+) -> None:
     """A signature proves who built the bundle, not that its catalog is right."""
     edit, message = CATALOG_EDITS[case]
     root = _copy(multibyte, tmp_path / "copy")
@@ -564,16 +628,26 @@ def test_validly_signed_but_wrong_catalogs_are_refused(multibyte: Built, tmp_pat
 # -- regressions ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x1c"],
-                         ids=["U+2028", "U+2029", "U+0085", "form-feed", "vertical-tab", "U+001C"])
+@pytest.mark.parametrize(
+    "separator",
+    ["\u2028", "\u2029", "\x85", "\x0c", "\x0b", "\x1c"],
+    ids=["U+2028", "U+2029", "U+0085", "form-feed", "vertical-tab", "U+001C"],
+)
 def test_sections_after_unicode_line_separators(tmp_path: Path, separator: str) -> None:
     """Text pasted from word processors or JavaScript strings carries U+2028 and friends:
     ordinary characters inside a markdown paragraph (markdown-it breaks lines at \\n only),
     so they must not move any section. Offsets were once computed with str.splitlines(),
     which breaks at all of these, and every later section started on the wrong line."""
-    config = write_library(tmp_path / "lib", {
-        "pasted.md": doc("pasted.text", "Pasted", f"# Pasted\n\nA line{separator}pasted from elsewhere.\n\n## After it\n\nText.\n"),
-    })
+    config = write_library(
+        tmp_path / "lib",
+        {
+            "pasted.md": doc(
+                "pasted.text",
+                "Pasted",
+                f"# Pasted\n\nA line{separator}pasted from elsewhere.\n\n## After it\n\nText.\n",
+            ),
+        },
+    )
     built = build(config, tmp_path / "bundle")
     verify_bundle(built.out, built.public)
 

@@ -81,8 +81,14 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
 
 @click.command()
 @config_option
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)), default="text", show_default=True,
-              help="text: `path:line:col: CODE message`; json: a list of findings; github: workflow annotations.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    default="text",
+    show_default=True,
+    help="text: `path:line:col: CODE message`; json: a list of findings; github: workflow annotations.",
+)
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def check(config_path: str, fmt: str, strict: bool) -> None:
     """Validate every doc and snippet of a library.
@@ -104,16 +110,31 @@ def check(config_path: str, fmt: str, strict: bool) -> None:
 
 @click.command()
 @config_option
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Where the bundle is published (a symlink to an immutable version folder) "
-                   "[default: handbook.bundle_dir, else build/bundle beside mkdocs.yml].")
-@click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="KEYFILE",
-              help=f"Private key to sign with [default: ${SIGNING_KEY_ENV} (the key file's contents), "
-                   "else the handbook.signing_key file].")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the bundle is published (a symlink to an immutable version folder) "
+    "[default: handbook.bundle_dir, else build/bundle beside mkdocs.yml].",
+)
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(dir_okay=False),
+    metavar="KEYFILE",
+    help=f"Private key to sign with [default: ${SIGNING_KEY_ENV} (the key file's contents), "
+    "else the handbook.signing_key file].",
+)
 @click.option("--strict", is_flag=True, help="Fail on warnings, and refuse to build unsigned.")
-@click.option("--expires", metavar="90d|12h|TIME", help="Readers refuse the bundle after this (a duration after the build, "
-              "or a UTC time like 2027-01-31T00:00:00Z) [default: handbook.expires, else never].")
-def build(config_path: str, out: str | None, key_file: str | None, strict: bool, expires: str | None) -> None:
+@click.option(
+    "--expires",
+    metavar="90d|12h|TIME",
+    help="Readers refuse the bundle after this (a duration after the build, "
+    "or a UTC time like 2027-01-31T00:00:00Z) [default: handbook.expires, else never].",
+)
+def build(
+    config_path: str, out: str | None, key_file: str | None, strict: bool, expires: str | None
+) -> None:
     """Check the library, then write, sign, verify and publish its bundle.
 
     Nothing is written when the check fails; a failed or interrupted build leaves the
@@ -123,11 +144,22 @@ def build(config_path: str, out: str | None, key_file: str | None, strict: bool,
     config = load_or_exit(config_path)
     if expires is not None:
         if not EXPIRES.fullmatch(expires):
-            raise click.BadParameter(f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z", param_hint="--expires")
+            raise click.BadParameter(
+                f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z",
+                param_hint="--expires",
+            )
         if expires.endswith("Z") and utc_seconds(expires) is None:
-            raise click.BadParameter(f"{expires} is not a real time (check the month, day and hour)", param_hint="--expires")
-        if expires.endswith("Z") and pipeline.expiry(pipeline.build_time(), expires) <= pipeline.build_time():
-            raise click.BadParameter(f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires")
+            raise click.BadParameter(
+                f"{expires} is not a real time (check the month, day and hour)",
+                param_hint="--expires",
+            )
+        if (
+            expires.endswith("Z")
+            and pipeline.expiry(pipeline.build_time(), expires) <= pipeline.build_time()
+        ):
+            raise click.BadParameter(
+                f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires"
+            )
         config = dataclasses.replace(config, expires=expires)
     key = _signing_key(config, key_file, required=strict or bool(os.environ.get("CI")))
     out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
@@ -137,8 +169,11 @@ def build(config_path: str, out: str | None, key_file: str | None, strict: bool,
             built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
     except pipeline.BuildError as exc:
         click.echo(render_text(exc.result.findings), nl=False)
-        click.echo(f"{len(exc.result.docs)} docs checked: {_plural(exc.result.errors, 'error')}, "
-                   f"{_plural(exc.result.warnings, 'warning')}; nothing written", err=True)
+        click.echo(
+            f"{len(exc.result.docs)} docs checked: {_plural(exc.result.errors, 'error')}, "
+            f"{_plural(exc.result.warnings, 'warning')}; nothing written",
+            err=True,
+        )
         sys.exit(1)
     except (PublishError, BundleError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
@@ -147,9 +182,14 @@ def build(config_path: str, out: str | None, key_file: str | None, strict: bool,
     bundle = built.bundle
     signed = bundle.manifest.signed
     size = sum(f.bytes for f in signed.files.values())
-    click.echo(f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "
-               f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}")
-    click.echo(f"signature: {bundle.signature_state}" + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else ""))
+    click.echo(
+        f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "
+        f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
+    )
+    click.echo(
+        f"signature: {bundle.signature_state}"
+        + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else "")
+    )
 
 
 def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
@@ -160,16 +200,27 @@ def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed2551
     if key is not None:
         return key
     if required:
-        click.echo(f"error: no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
-                   "(unsigned builds are refused under --strict and in CI)", err=True)
+        click.echo(
+            f"error: no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
+            "(unsigned builds are refused under --strict and in CI)",
+            err=True,
+        )
         sys.exit(1)
-    click.echo(f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); the bundle will be unsigned", err=True)
+    click.echo(
+        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); the bundle will be unsigned",
+        err=True,
+    )
     return None
 
 
 @click.command()
-@click.option("--out", type=click.Path(dir_okay=False), required=True, metavar="KEYFILE",
-              help="Where to write the new private key (mode 0600; never overwritten).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    metavar="KEYFILE",
+    help="Where to write the new private key (mode 0600; never overwritten).",
+)
 def keygen(out: str) -> None:
     """Create an Ed25519 signing key and print its public key.
 
@@ -193,9 +244,18 @@ def _plural(n: int, word: str) -> str:
 
 
 @click.command(name="pack")
-@click.argument("bundle", type=click.Path(exists=True, file_okay=False), default="build/bundle", required=False)
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), required=True, metavar="FILE.tar.gz",
-              help="The archive to write (replaced atomically).")
+@click.argument(
+    "bundle", type=click.Path(exists=True, file_okay=False), default="build/bundle", required=False
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    metavar="FILE.tar.gz",
+    help="The archive to write (replaced atomically).",
+)
 def pack_command(bundle: str, out: str) -> None:
     """Pack a bundle (default build/bundle) into a deterministic .tar.gz.
 
@@ -222,8 +282,19 @@ def pack_command(bundle: str, out: str) -> None:
 @click.command(name="diff")
 @click.argument("old")
 @click.argument("new")
-@click.option("--json", "as_json", is_flag=True, help="Print {bump, reasons, added, removed, changed, contract} as JSON.")
-@click.option("--key", "keys", multiple=True, metavar="ed25519:…", help="A trusted public key (repeatable); unsigned bundles are compared too.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print {bump, reasons, added, removed, changed, contract} as JSON.",
+)
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="ed25519:…",
+    help="A trusted public key (repeatable); unsigned bundles are compared too.",
+)
 def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> None:
     """What changed for agents between two bundles (folders or archives), and the
     version bump it calls for: major, minor, patch or none."""
@@ -234,20 +305,30 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
 
     try:
         with unpacked(old) as old_dir, unpacked(new) as new_dir:
-            report = diff(open_bundle(old_dir, keys, allow_unsigned=True).catalog, open_bundle(new_dir, keys, allow_unsigned=True).catalog)
+            report = diff(
+                open_bundle(old_dir, keys, allow_unsigned=True).catalog,
+                open_bundle(new_dir, keys, allow_unsigned=True).catalog,
+            )
     except BundleError as exc:
         click.echo(f"refused: {exc}", err=True)
         sys.exit(1)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
-    click.echo(f"{report['old']['library']} {report['old']['version']} -> {report['new']['library']} {report['new']['version']}: "
-               f"suggested bump {report['bump'].upper()}")
+    click.echo(
+        f"{report['old']['library']} {report['old']['version']} -> {report['new']['library']} {report['new']['version']}: "
+        f"suggested bump {report['bump'].upper()}"
+    )
     for reason in report["reasons"]:
         click.echo(f"  - {reason}")
     for change in report["changed"]:
-        details = [f"+#{a}" for a in change["sections_added"]] + [f"-#{a}" for a in change["sections_removed"]]
-        details += [f"{field}: {old_value!r} -> {new_value!r}" for field, (old_value, new_value) in change["metadata"].items()]
+        details = [f"+#{a}" for a in change["sections_added"]] + [
+            f"-#{a}" for a in change["sections_removed"]
+        ]
+        details += [
+            f"{field}: {old_value!r} -> {new_value!r}"
+            for field, (old_value, new_value) in change["metadata"].items()
+        ]
         click.echo(f"  changed {change['id']}" + (f" ({'; '.join(details)})" if details else ""))
 
 
@@ -267,8 +348,10 @@ def init_command(folder: str, library: str | None, title: str | None) -> None:
         raise click.UsageError(str(exc)) from None
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"next: cd {folder} && handbook check && mkdocs serve; then `handbook keygen --out handbook.key` "
-               "and store its contents as the repository secret HANDBOOK_SIGNING_KEY")
+    click.echo(
+        f"next: cd {folder} && handbook check && mkdocs serve; then `handbook keygen --out handbook.key` "
+        "and store its contents as the repository secret HANDBOOK_SIGNING_KEY"
+    )
 
 
 @click.command(name="release")
@@ -277,13 +360,27 @@ def init_command(folder: str, library: str | None, title: str | None) -> None:
 @click.option("--minor", "part", flag_value="minor", help="Bump the minor version.")
 @click.option("--patch", "part", flag_value="patch", help="Bump the patch version.")
 @config_option
-@click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="KEYFILE",
-              help=f"Private key to sign with [default: ${SIGNING_KEY_ENV}, else handbook.signing_key].")
-@click.option("--branch", default="main", show_default=True, help="The only branch releases are made from.")
+@click.option(
+    "--key",
+    "key_file",
+    type=click.Path(dir_okay=False),
+    metavar="KEYFILE",
+    help=f"Private key to sign with [default: ${SIGNING_KEY_ENV}, else handbook.signing_key].",
+)
+@click.option(
+    "--branch", default="main", show_default=True, help="The only branch releases are made from."
+)
 @click.option("--push", is_flag=True, help="Push the branch and the tag to the remote afterwards.")
 @click.option("--remote", default="origin", show_default=True, help="The remote --push pushes to.")
-def release_command(version: str | None, part: str | None, config_path: str, key_file: str | None, branch: str,
-                    push: bool, remote: str) -> None:
+def release_command(
+    version: str | None,
+    part: str | None,
+    config_path: str,
+    key_file: str | None,
+    branch: str,
+    push: bool,
+    remote: str,
+) -> None:
     """Release the library: write VERSION (or bump it with --major/--minor/--patch)
     into mkdocs.yml, build strictly, sign, pack, commit and tag vVERSION.
 
@@ -294,7 +391,15 @@ def release_command(version: str | None, part: str | None, config_path: str, key
     if (version is None) == (part is None):
         raise click.UsageError("give a VERSION or one of --major, --minor, --patch")
     try:
-        done = release(Path(config_path), version, part, branch=branch, push=push, key_file=key_file, remote=remote)
+        done = release(
+            Path(config_path),
+            version,
+            part,
+            branch=branch,
+            push=push,
+            key_file=key_file,
+            remote=remote,
+        )
     except ConfigError as exc:
         _emit(exc.findings, "text", "")
         sys.exit(2)
@@ -302,5 +407,7 @@ def release_command(version: str | None, part: str | None, config_path: str, key
         click.echo(f"refused: {exc}", err=True)
         sys.exit(1)
     digest = hashlib.sha256(done.archive.read_bytes()).hexdigest()
-    click.echo(f"released {done.tag} (commit {done.commit[:12]}); archive {done.archive} sha256 {digest}")
+    click.echo(
+        f"released {done.tag} (commit {done.commit[:12]}); archive {done.archive} sha256 {digest}"
+    )
     click.echo("pushed" if done.pushed else f"not pushed: git push {remote} {branch} {done.tag}")

@@ -176,7 +176,9 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
     try:
         text = config_path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError([finding(shown, 1, "HB001", f"no such file; pass --config PATH or create {shown}")]) from None
+        raise ConfigError(
+            [finding(shown, 1, "HB001", f"no such file; pass --config PATH or create {shown}")]
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([finding(shown, 1, "HB001", f"cannot read: {exc}")]) from None
     loader = _MkDocsLoader(text)
@@ -197,7 +199,16 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
     if not isinstance(data, dict):
         raise ConfigError([finding(shown, 1, "HB001", "mkdocs.yml must be a mapping of settings")])
     if entry is None:
-        raise ConfigError([finding(shown, 1, "HB001", "no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`")])
+        raise ConfigError(
+            [
+                finding(
+                    shown,
+                    1,
+                    "HB001",
+                    "no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+                )
+            ]
+        )
     name_node, options_node = entry
     return from_options(
         options,
@@ -246,7 +257,9 @@ def from_options(
     mkdocs = mkdocs or {}
     errors = _Errors(shown or str(config_path), lines or {}, plugin_line)
     if not isinstance(options, dict):
-        errors.findings.append(finding(errors.shown, plugin_line, "HB001", "handbook: must be a mapping of options"))
+        errors.findings.append(
+            finding(errors.shown, plugin_line, "HB001", "handbook: must be a mapping of options")
+        )
         raise ConfigError(errors.findings)
     for key in sorted(set(options) - set(_CHECKS), key=str):
         errors.add(str(key), f"unknown key; expected one of: {', '.join(_CHECKS)}")
@@ -270,7 +283,9 @@ def from_options(
             load_validator(ref, base)
         except ImportError as exc:
             line = errors.lines.get("snippet_validators", plugin_line)
-            message = f"handbook.snippet_validators.{lang}: {exc}; install the module or fix the name"
+            message = (
+                f"handbook.snippet_validators.{lang}: {exc}; install the module or fix the name"
+            )
             errors.findings.append(finding(errors.shown, line, "HB002", message))
     if errors.findings:
         raise ConfigError(errors.findings)
@@ -297,7 +312,10 @@ def _text(value: Any) -> str:
 
 def _check_library(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not NAME.fullmatch(value):
-        errors.add(key, f"{value!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)")
+        errors.add(
+            key,
+            f"{value!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)",
+        )
     return str(value)
 
 
@@ -314,7 +332,9 @@ def _check_vocab(value: Any, key: str, errors: _Errors) -> dict[str, tuple[str, 
     vocab = {}
     for name, allowed in value.items():
         if name == "verified":
-            errors.add(f"{key}.verified", f"is fixed by the doc format: {', '.join(VERIFIED_STATES)}")
+            errors.add(
+                f"{key}.verified", f"is fixed by the doc format: {', '.join(VERIFIED_STATES)}"
+            )
         elif not isinstance(name, str) or not _str_list(allowed) or not allowed:
             errors.add(f"{key}.{name}", "must be a non-empty list of strings")
         else:
@@ -338,7 +358,9 @@ def _check_limits(value: Any, key: str, errors: _Errors) -> Limits:
         if name not in known:
             errors.add(f"{key}.{name}", f"unknown limit; expected one of: {', '.join(known)}")
     for name, number in value.items():
-        if name in known and (not isinstance(number, int) or isinstance(number, bool) or number < 1):
+        if name in known and (
+            not isinstance(number, int) or isinstance(number, bool) or number < 1
+        ):
             errors.add(f"{key}.{name}", f"must be a positive integer, not {number!r}")
     try:
         limits = Limits(**{k: v for k, v in value.items() if k in known and isinstance(v, int)})
@@ -356,7 +378,11 @@ def _check_validators(value: Any, key: str, errors: _Errors) -> dict[str, str]:
     validators = {}
     for lang, ref in value.items():
         ref = _level(ref)
-        if not isinstance(lang, str) or not isinstance(ref, str) or not (ref == "off" or VALIDATOR_REF.fullmatch(ref)):
+        if (
+            not isinstance(lang, str)
+            or not isinstance(ref, str)
+            or not (ref == "off" or VALIDATOR_REF.fullmatch(ref))
+        ):
             errors.add(f"{key}.{lang}", f'must be "module:function" or "off", not {ref!r}')
         else:
             validators[lang.lower()] = ref
@@ -389,18 +415,26 @@ def _check_path(value: Any, key: str, errors: _Errors) -> str:
     return value
 
 
-EXPIRES = re.compile(r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$")
+EXPIRES = re.compile(
+    r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
+)
 
 
 def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not EXPIRES.fullmatch(value):
-        errors.add(key, f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)")
+        errors.add(
+            key,
+            f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)",
+        )
         return str(value)
     seconds = utc_seconds(value) if value.endswith("Z") else None
     if value.endswith("Z") and seconds is None:
         errors.add(key, f"{value} is not a real time (check the month, day and hour)")
     elif seconds is not None and seconds <= time.time():
-        errors.add(key, f"{value} is in the past: readers would refuse the bundle; give a later time or a duration")
+        errors.add(
+            key,
+            f"{value} is in the past: readers would refuse the bundle; give a later time or a duration",
+        )
     return value
 
 

@@ -30,7 +30,11 @@ def diff(old: Catalog, new: Catalog) -> dict[str, Any]:
     after = {d.id: d for d in new.docs}
     added = sorted(after.keys() - before.keys())
     removed = sorted(before.keys() - after.keys())
-    changed = [_doc_change(before[i], after[i]) for i in sorted(before.keys() & after.keys()) if before[i].revision != after[i].revision]
+    changed = [
+        _doc_change(before[i], after[i])
+        for i in sorted(before.keys() & after.keys())
+        if before[i].revision != after[i].revision
+    ]
     contract = _contract(old, new)
     reasons: list[tuple[str, str]] = []
     if removed:
@@ -69,7 +73,11 @@ def diff(old: Catalog, new: Catalog) -> dict[str, Any]:
 
 def _doc_change(old: DocEntry, new: DocEntry) -> dict[str, Any]:
     old_meta, new_meta = _metadata(old), _metadata(new)
-    metadata = {k: [old_meta.get(k), new_meta.get(k)] for k in sorted(old_meta.keys() | new_meta.keys()) if old_meta.get(k) != new_meta.get(k)}
+    metadata = {
+        k: [old_meta.get(k), new_meta.get(k)]
+        for k in sorted(old_meta.keys() | new_meta.keys())
+        if old_meta.get(k) != new_meta.get(k)
+    }
     old_sections = {s.anchor for s in old.sections}
     new_sections = {s.anchor for s in new.sections}
     return {
@@ -84,8 +92,15 @@ def _doc_change(old: DocEntry, new: DocEntry) -> dict[str, Any]:
 
 
 def _metadata(doc: DocEntry) -> dict[str, Any]:
-    return {"kind": doc.kind, "title": doc.title, "summary": doc.summary, "verified": doc.verified,
-            "keywords": list(doc.keywords), "aliases": list(doc.aliases), **doc.meta}
+    return {
+        "kind": doc.kind,
+        "title": doc.title,
+        "summary": doc.summary,
+        "verified": doc.verified,
+        "keywords": list(doc.keywords),
+        "aliases": list(doc.aliases),
+        **doc.meta,
+    }
 
 
 def _contract(old: Catalog, new: Catalog) -> dict[str, Any]:

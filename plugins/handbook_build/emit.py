@@ -36,8 +36,14 @@ MAX_FILTER_VALUES = 50
 are not listed (a field like `source`, unique per doc, would bloat every tool schema)."""
 
 
-def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: BundleWriter, index: LunrIndex,
-         resources: Mapping[str, Sequence[str]] | None = None) -> Catalog:
+def emit(
+    docs_by_path: Sequence[Doc],
+    config: Config,
+    built_at: str,
+    writer: BundleWriter,
+    index: LunrIndex,
+    resources: Mapping[str, Sequence[str]] | None = None,
+) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
     the docs' `index_entries`, added while they were parsed (in path order); `resources`
     the attached files of folder docs (doc path -> paths in the docs root)."""
@@ -49,21 +55,38 @@ def emit(docs_by_path: Sequence[Doc], config: Config, built_at: str, writer: Bun
         path = content_path(sha)
         if path not in writer.files:  # two docs with the same body share one file
             writer.write(path, body)
-        attached = tuple(_resource(config, doc.path, rel, writer) for rel in (resources or {}).get(doc.path, ()))
+        attached = tuple(
+            _resource(config, doc.path, rel, writer) for rel in (resources or {}).get(doc.path, ())
+        )
         entries.append(_entry(doc, config, body, sha, attached))
     catalog = Catalog(_library(docs, config, built_at), tuple(entries))
-    writer.write(CATALOG, json.dumps(catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
+    writer.write(
+        CATALOG,
+        json.dumps(
+            catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+        ).encode(),
+    )
     with writer.stream(INDEX) as fh:
         index.write(fh)
     with writer.stream(SEARCH) as fh:
         for piece in search_file(docs_by_path, catalog, index):
             fh.write(piece)
-    writer.write(TOOLS, (json.dumps({"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode())
+    writer.write(
+        TOOLS,
+        (
+            json.dumps(
+                {"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True
+            )
+            + "\n"
+        ).encode(),
+    )
     writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
     return catalog
 
 
-def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex) -> Iterator[bytes | memoryview]:
+def search_file(
+    docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex
+) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
     be shown without parsing the catalog (ids, titles, anchors, byte ranges)."""
     position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
@@ -84,9 +107,17 @@ def search_file(docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex)
         raise RuntimeError("the index and the catalog disagree about the entries")
     terms, lunr_index, offsets, post_entry, post_score = index.search_arrays()
     return search.write(
-        terms=terms, lunr_index=lunr_index, offsets=offsets, post_entry=post_entry, post_score=post_score,
-        entry_doc=entry_doc, entry_range=entry_range, entry_title=entry_title, entry_anchor=entry_anchor,
-        doc_id=[d.id for d in catalog.docs], doc_title=[d.title for d in catalog.docs],
+        terms=terms,
+        lunr_index=lunr_index,
+        offsets=offsets,
+        post_entry=post_entry,
+        post_score=post_score,
+        entry_doc=entry_doc,
+        entry_range=entry_range,
+        entry_title=entry_title,
+        entry_anchor=entry_anchor,
+        doc_id=[d.id for d in catalog.docs],
+        doc_title=[d.title for d in catalog.docs],
         doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
     )
 
@@ -99,8 +130,15 @@ def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
     return hashlib.sha256(canonical.dumps(payload)).hexdigest()
 
 
-_MEDIA_TYPES = {".md": "text/markdown", ".yaml": "application/yaml", ".yml": "application/yaml", ".toml": "application/toml",
-                ".csv": "text/csv", ".json": "application/json", ".txt": "text/plain"}
+_MEDIA_TYPES = {
+    ".md": "text/markdown",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+    ".csv": "text/csv",
+    ".json": "application/json",
+    ".txt": "text/plain",
+}
 """Types the platform's table may lack or name differently, fixed so bundles agree."""
 
 
@@ -116,18 +154,25 @@ def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> 
         raise OSError(f"{rel}: grew past limits.resource_bytes during the build")
     sha = hashlib.sha256(data).hexdigest()
     suffix = posixpath.splitext(rel)[1].lower()
-    media_type = _MEDIA_TYPES.get(suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
-    resource = Resource(posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type)
+    media_type = (
+        _MEDIA_TYPES.get(suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
+    )
+    resource = Resource(
+        posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type
+    )
     if resource.file not in writer.files:
         writer.write(resource.file, data)
     return resource
 
 
-def _entry(doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Resource, ...] = ()) -> DocEntry:
+def _entry(
+    doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Resource, ...] = ()
+) -> DocEntry:
     meta = doc.meta
     offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
     sections = tuple(
-        SectionEntry(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start) for s in doc.sections
+        SectionEntry(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start)
+        for s in doc.sections
     )
     return DocEntry(
         id=doc.id,
@@ -142,7 +187,9 @@ def _entry(doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Res
         content=content_path(sha),
         bytes=len(body),
         chars=len(doc.body),
-        url=File(doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls).url,
+        url=File(
+            doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls
+        ).url,
         source=doc.path,
         sections=sections,
         resources=resources,
@@ -168,7 +215,10 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
                 if isinstance(item, (str, int, bool)):
                     values[name][str(item).lower() if isinstance(item, bool) else str(item)] += 1
     filters = {
-        name: {"docs": sum(1 for d in docs if name in d.meta), "values": sorted(seen) if len(seen) <= MAX_FILTER_VALUES else None}
+        name: {
+            "docs": sum(1 for d in docs if name in d.meta),
+            "values": sorted(seen) if len(seen) <= MAX_FILTER_VALUES else None,
+        }
         for name, seen in sorted(values.items())
     }
     return LibraryInfo(

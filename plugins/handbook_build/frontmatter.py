@@ -61,20 +61,45 @@ class FrontmatterError(Exception):
 def parse(path: str, text: str) -> Frontmatter:
     """Split off and parse the frontmatter; raise `FrontmatterError` when it is unusable."""
     if not _OPEN.match(text):
-        raise FrontmatterError(finding(path, 1, "HB201", "has no frontmatter; start the file with a `---` line, the fields, and a closing `---`"))
+        raise FrontmatterError(
+            finding(
+                path,
+                1,
+                "HB201",
+                "has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+            )
+        )
     start = text.index("\n") + 1
     close = _CLOSE.search(text, start)
     if close is None:
-        raise FrontmatterError(finding(path, 1, "HB202", "frontmatter is never closed; add a `---` line after the last field"))
+        raise FrontmatterError(
+            finding(
+                path,
+                1,
+                "HB202",
+                "frontmatter is never closed; add a `---` line after the last field",
+            )
+        )
     source = text[start : close.start()]
     if len(source) > MAX_BYTES // 4 and len(source.encode()) > MAX_BYTES:
-        raise FrontmatterError(finding(path, 2, "HB207", f"frontmatter is {len(source.encode()):,} bytes; the limit is {MAX_BYTES:,}: move long content into the body"))
+        raise FrontmatterError(
+            finding(
+                path,
+                2,
+                "HB207",
+                f"frontmatter is {len(source.encode()):,} bytes; the limit is {MAX_BYTES:,}: move long content into the body",
+            )
+        )
     body_offset = min(close.end() + 1, len(text))
     body_line = text.count("\n", 0, body_offset) + 1
     node = _compose(path, source)
     if not isinstance(node, yaml.MappingNode):
         what = "empty" if node is None else f"a {_kind(node)}"
-        raise FrontmatterError(finding(path, 2, "HB204", f"frontmatter is {what}, not a mapping of fields like `id: ...`"))
+        raise FrontmatterError(
+            finding(
+                path, 2, "HB204", f"frontmatter is {what}, not a mapping of fields like `id: ...`"
+            )
+        )
     reader = _Reader(path)
     data = reader.mapping(node)
     lines = {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
@@ -96,14 +121,35 @@ def _compose(path: str, source: str) -> yaml.Node | None:
         for event in yaml.parse(source, Loader=_Loader):
             line = event.start_mark.line + 2 if event.start_mark else 2
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise FrontmatterError(finding(path, line, "HB205", "frontmatter uses a YAML anchor or alias; write the value out"))
+                raise FrontmatterError(
+                    finding(
+                        path,
+                        line,
+                        "HB205",
+                        "frontmatter uses a YAML anchor or alias; write the value out",
+                    )
+                )
             tag = getattr(event, "tag", None)
             if tag is not None and tag not in (_STR, "!"):
-                raise FrontmatterError(finding(path, line, "HB206", f"frontmatter uses the YAML tag {tag}; remove it (quote strings instead)"))
+                raise FrontmatterError(
+                    finding(
+                        path,
+                        line,
+                        "HB206",
+                        f"frontmatter uses the YAML tag {tag}; remove it (quote strings instead)",
+                    )
+                )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise FrontmatterError(finding(path, line, "HB207", f"frontmatter is nested deeper than {MAX_DEPTH} levels"))
+                    raise FrontmatterError(
+                        finding(
+                            path,
+                            line,
+                            "HB207",
+                            f"frontmatter is nested deeper than {MAX_DEPTH} levels",
+                        )
+                    )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         return yaml.compose(source, Loader=_Loader)
@@ -113,8 +159,14 @@ def _compose(path: str, source: str) -> yaml.Node | None:
         col = mark.column + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's own depth guard fired before ours
-            raise FrontmatterError(finding(path, line, "HB207", f"frontmatter is nested deeper than {MAX_DEPTH} levels")) from None
-        raise FrontmatterError(finding(path, line, "HB203", f"frontmatter is not valid YAML: {problem}", col=col)) from None
+            raise FrontmatterError(
+                finding(
+                    path, line, "HB207", f"frontmatter is nested deeper than {MAX_DEPTH} levels"
+                )
+            ) from None
+        raise FrontmatterError(
+            finding(path, line, "HB203", f"frontmatter is not valid YAML: {problem}", col=col)
+        ) from None
 
 
 class _Reader:
@@ -138,13 +190,33 @@ class _Reader:
         for key, value in node.value:
             line, col = key.start_mark.line + 2, key.start_mark.column + 1
             if not isinstance(key, yaml.ScalarNode):
-                self.errors.append(finding(self.path, line, "HB208", f"a key is a {_kind(key)}; keys must be strings", col))
+                self.errors.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB208",
+                        f"a key is a {_kind(key)}; keys must be strings",
+                        col,
+                    )
+                )
                 continue
             if key.tag != _STR:
-                self.errors.append(finding(self.path, line, "HB208", f"key {key.value!r} is not a string; quote it", col))
+                self.errors.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB208",
+                        f"key {key.value!r} is not a string; quote it",
+                        col,
+                    )
+                )
                 continue
             if key.value in out:
-                self.errors.append(finding(self.path, line, "HB208", f"key `{key.value}` appears twice; keep one", col))
+                self.errors.append(
+                    finding(
+                        self.path, line, "HB208", f"key `{key.value}` appears twice; keep one", col
+                    )
+                )
                 continue
             out[key.value] = self.value(value, key.value)
         return out
@@ -155,16 +227,37 @@ class _Reader:
             return node.value
         if tag.endswith(":bool"):
             if node.value.lower() in _BOOL_WORDS:
-                self.warnings.append(finding(self.path, line, "HB210", f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word"))
+                self.warnings.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB210",
+                        f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word",
+                    )
+                )
             return _constructor.construct_yaml_bool(node)
         if tag.endswith(":int"):
             try:
                 number = _constructor.construct_yaml_int(node)
             except ValueError:
-                self.errors.append(finding(self.path, line, "HB206", f"`{name}: {node.value}` is not a number YAML can read; quote it"))
+                self.errors.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB206",
+                        f"`{name}: {node.value}` is not a number YAML can read; quote it",
+                    )
+                )
                 return None
             if abs(number) > MAX_SAFE_INTEGER:
-                self.errors.append(finding(self.path, line, "HB211", f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it"))
+                self.errors.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB211",
+                        f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it",
+                    )
+                )
             return number
         if tag.endswith(":null"):
             return None
@@ -172,10 +265,26 @@ class _Reader:
             try:
                 return _constructor.construct_yaml_timestamp(node).isoformat()
             except ValueError as exc:  # 2026-02-30: shaped like a date, but none
-                self.errors.append(finding(self.path, line, "HB302", f"`{name}: {node.value}` is not a real date ({exc}); fix it or quote it"))
+                self.errors.append(
+                    finding(
+                        self.path,
+                        line,
+                        "HB302",
+                        f"`{name}: {node.value}` is not a real date ({exc}); fix it or quote it",
+                    )
+                )
                 return None
         if tag.endswith(":float"):
-            self.errors.append(finding(self.path, line, "HB209", f"`{name}: {node.value}` is read as a float; quote it (\"{node.value}\") or use an integer"))
+            self.errors.append(
+                finding(
+                    self.path,
+                    line,
+                    "HB209",
+                    f'`{name}: {node.value}` is read as a float; quote it ("{node.value}") or use an integer',
+                )
+            )
             return None
-        self.errors.append(finding(self.path, line, "HB206", f"`{name}` has a value of type {tag}; use a string"))
+        self.errors.append(
+            finding(self.path, line, "HB206", f"`{name}` has a value of type {tag}; use a string")
+        )
         return None

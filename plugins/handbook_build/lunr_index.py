@@ -85,7 +85,6 @@ class Entry:
     """Texts in the order of `FIELDS`."""
 
 
-
 def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
@@ -98,7 +97,9 @@ class LunrIndex:
     frequencies are kept in one flat `array`, and each term's postings are arrays of
     entry numbers. Scores are computed while serializing, never stored."""
 
-    def __init__(self, entries: Iterable[Entry] = (), fields: Sequence[tuple[str, int]] = FIELDS) -> None:
+    def __init__(
+        self, entries: Iterable[Entry] = (), fields: Sequence[tuple[str, int]] = FIELDS
+    ) -> None:
         self.fields = [name for name, _ in fields]
         self.boosts = [boost for _, boost in fields]
         self.refs: list[str] = []
@@ -189,8 +190,13 @@ class LunrIndex:
     def _prepare(self) -> None:
         """What scoring and rendering need, computed once before any worker forks."""
         if not self._member_json and self.refs:
-            self._scoring = (self._idf(), [sum(lengths) / len(self.refs) for lengths in self.lengths])
-            self._sorted_terms = sorted(self.term_index.items(), key=lambda item: utf16_key(item[0]))
+            self._scoring = (
+                self._idf(),
+                [sum(lengths) / len(self.refs) for lengths in self.lengths],
+            )
+            self._sorted_terms = sorted(
+                self.term_index.items(), key=lambda item: utf16_key(item[0])
+            )
             self._member_json = [_json_string(r) + ":{}" for r in self.refs]
 
     def _search_part(self, start: int, stop: int) -> tuple[bytes, bytes, bytes]:
@@ -220,7 +226,9 @@ class LunrIndex:
         total = len(self._code_point_terms)
         step = max(1, -(-total // _PARTS))
         offsets, entries, scores = array("I", [0]), array("I"), array("I")
-        for counts, part_entries, part_scores in _render_all(self, [("_search_part", i, min(i + step, total)) for i in range(0, total, step)]):
+        for counts, part_entries, part_scores in _render_all(
+            self, [("_search_part", i, min(i + step, total)) for i in range(0, total, step)]
+        ):
             for count in array("I", counts):
                 offsets.append(offsets[-1] + count)
             entries.frombytes(part_entries)
@@ -233,9 +241,18 @@ class LunrIndex:
         The pieces are rendered in parallel where the process can fork."""
         self._prepare()
         dump = _json_string
-        yield '{"version":' + dump(__TARGET_JS_VERSION__) + ',"fields":[' + ",".join(map(dump, self.fields)) + "]"
+        yield (
+            '{"version":'
+            + dump(__TARGET_JS_VERSION__)
+            + ',"fields":['
+            + ",".join(map(dump, self.fields))
+            + "]"
+        )
         jobs = []
-        for render, total in (("_vector_text", len(self.refs)), ("_postings_text", len(self._sorted_terms))):
+        for render, total in (
+            ("_vector_text", len(self.refs)),
+            ("_postings_text", len(self._sorted_terms)),
+        ):
             step = max(1, -(-total // _PARTS))
             jobs += [(render, i, min(i + step, total)) for i in range(0, total, step)]
         yield ',"fieldVectors":['

@@ -84,7 +84,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         except ConfigError as exc:
             for found in exc.findings:
                 log.error(str(found))
-            raise PluginError(f"handbook: the configuration has {len(exc.findings)} problem(s); nothing built") from None
+            raise PluginError(
+                f"handbook: the configuration has {len(exc.findings)} problem(s); nothing built"
+            ) from None
         if pages.CSS_PATH not in config.extra_css:
             config.extra_css.append(pages.CSS_PATH)
         return config
@@ -97,15 +99,19 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         except KeyFormatError as exc:
             raise PluginError(f"handbook: {exc}") from None
         if key is None and (strict or os.environ.get("CI")):
-            raise PluginError(f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
-                              "(unsigned builds are refused under --strict and in CI)")
+            raise PluginError(
+                f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
+                "(unsigned builds are refused under --strict and in CI)"
+            )
         out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
         try:
             built = pipeline.build(settings, out, key, strict=strict)
         except pipeline.BuildError as exc:
             _log_findings(exc.result.findings)
-            raise PluginError(f"handbook: {exc.result.errors} error(s), {exc.result.warnings} warning(s) "
-                              f"in {len(exc.result.docs)} docs; nothing built") from None
+            raise PluginError(
+                f"handbook: {exc.result.errors} error(s), {exc.result.warnings} warning(s) "
+                f"in {len(exc.result.docs)} docs; nothing built"
+            ) from None
         except (PublishError, BundleError, OSError) as exc:
             raise PluginError(f"handbook: {exc}") from None
         _log_findings(built.findings)
@@ -113,18 +119,30 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         catalog = built.bundle.catalog
         self.docs = pages.by_source(catalog.docs)
         signed = built.bundle.manifest.signed
-        log.info(f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs published to "
-                 f"{os.path.relpath(out)} ({built.bundle.signature_state}{', key from ' + source if key else ''})")
+        log.info(
+            f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs published to "
+            f"{os.path.relpath(out)} ({built.bundle.signature_state}{', key from ' + source if key else ''})"
+        )
         if key is None:
-            log.info(f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it")
+            log.info(
+                f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
+            )
         files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
         if files.get_file_from_path(LLMS) is None:
             files.append(File.generated(config, LLMS, content=built.bundle.read(LLMS)))
         if files.get_file_from_path(pages.CATALOG_PAGE) is None:
-            files.append(File.generated(config, pages.CATALOG_PAGE, content=pages.catalog_markdown(catalog.library, catalog.docs)))
+            files.append(
+                File.generated(
+                    config,
+                    pages.CATALOG_PAGE,
+                    content=pages.catalog_markdown(catalog.library, catalog.docs),
+                )
+            )
         return files
 
-    def on_page_markdown(self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files) -> str:
+    def on_page_markdown(
+        self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files
+    ) -> str:
         doc = self.docs.get(page.file.src_uri)
         if doc is None or self.bundle is None:
             return markdown

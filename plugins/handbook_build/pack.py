@@ -21,19 +21,32 @@ from handbook.layout import MANIFEST
 from handbook.manifest import utc_seconds
 
 
-def pack(bundle_path: str | os.PathLike[str], out: str | os.PathLike[str], keys: tuple[str, ...] = (),
-         allow_unsigned: bool = True) -> Bundle:
+def pack(
+    bundle_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    keys: tuple[str, ...] = (),
+    allow_unsigned: bool = True,
+) -> Bundle:
     """Verify the bundle at `bundle_path` and write it to the archive `out`."""
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
     mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
     names = sorted([MANIFEST, *signed.files])
-    folders = sorted({"/".join(name.split("/")[:depth]) for name in names for depth in range(1, name.count("/") + 1)})
+    folders = sorted(
+        {
+            "/".join(name.split("/")[:depth])
+            for name in names
+            for depth in range(1, name.count("/") + 1)
+        }
+    )
     target = Path(out)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz, \
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        with (
+            open(tmp, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
             for name in sorted([*folders, *names], key=lambda n: (n.split("/"), n not in folders)):
                 info = tarfile.TarInfo(name)
                 info.mtime, info.uid, info.gid, info.uname, info.gname = mtime, 0, 0, "", ""

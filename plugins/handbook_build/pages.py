@@ -75,7 +75,11 @@ def badge(state: str) -> str:
 def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
     """The card a doc page opens with. `raw_url` is the page's link to its markdown."""
     facts = [(name, doc.meta.get(name)) for name in ("version", "effective_date")]
-    facts += [(name, doc.meta.get(name)) for name in library.list_fields if name not in ("version", "effective_date")]
+    facts += [
+        (name, doc.meta.get(name))
+        for name in library.list_fields
+        if name not in ("version", "effective_date")
+    ]
     shown = "".join(
         f"<div><dt>{escape(name.replace('_', ' '))}</dt><dd>{escape(_text(value))}</dd></div>"
         for name, value in facts
@@ -96,7 +100,9 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         "</p>",
         f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
         f'<p class="hb-summary">{escape(doc.summary)}</p>',
-        f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>' if words else "",
+        f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>'
+        if words
+        else "",
         f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" type="text/markdown">raw markdown</a>'
         f" · revision <code>{escape(doc.revision[:12])}</code></p>",
         "</div>",
@@ -136,19 +142,27 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         "Agents load the same docs from the signed bundle ([llms.txt](llms.txt)).",
     ]
     for kind in kinds:
-        members = sorted((d for d in docs if d.kind == kind), key=lambda d: (d.title.casefold(), d.id))
+        members = sorted(
+            (d for d in docs if d.kind == kind), key=lambda d: (d.title.casefold(), d.id)
+        )
         if not members:
             continue
         out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
         for doc in members:
-            out.append(f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |")
+            out.append(
+                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |"
+            )
     return "\n".join(out) + "\n"
 
 
 def raw_url(doc: DocEntry, page_url: str) -> str:
     """The link from a page at `page_url` (site-relative) to the doc's content file in
     the site's copy of the bundle."""
-    folder = page_url.rstrip("/") if page_url.endswith("/") or not page_url else posixpath.dirname(page_url)
+    folder = (
+        page_url.rstrip("/")
+        if page_url.endswith("/") or not page_url
+        else posixpath.dirname(page_url)
+    )
     return posixpath.relpath(f"bundle/{doc.content}", folder or ".")
 
 
@@ -164,4 +178,11 @@ def _text(value: Any) -> str:
 
 def _md(text: str) -> str:
     """`text` safe inside a markdown table cell: no markup, no cell breaks."""
-    return escape(text).replace("|", "&#124;").replace("\n", " ").replace("[", "&#91;").replace("*", "&#42;").replace("_", "&#95;")
+    return (
+        escape(text)
+        .replace("|", "&#124;")
+        .replace("\n", " ")
+        .replace("[", "&#91;")
+        .replace("*", "&#42;")
+        .replace("_", "&#95;")
+    )

@@ -132,9 +132,13 @@ def _structure(body: str, body_line: int) -> tuple[tuple[Heading, ...], tuple[Fe
             title = heading_text(tokens[i + 1].content)
             anchor = unique(slugify(title, "-"), used_ids, counters)
             offset = line_offsets[token.map[0]]
-            headings.append(Heading(int(token.tag[1]), title, anchor, body_line + token.map[0], offset))
+            headings.append(
+                Heading(int(token.tag[1]), title, anchor, body_line + token.map[0], offset)
+            )
         elif token.type == "fence":
-            lang = token.info.split(maxsplit=1)[0].strip("{}.").lower() if token.info.strip() else ""
+            lang = (
+                token.info.split(maxsplit=1)[0].strip("{}.").lower() if token.info.strip() else ""
+            )
             fences.append(Fence(lang, token.content, body_line + token.map[0] + 1))
     return tuple(headings), tuple(fences)
 

@@ -67,7 +67,11 @@ class BuildError(Exception):
 def build_time(now: float | None = None) -> str:
     """`SOURCE_DATE_EPOCH` when set (reproducible builds), else now; UTC, whole seconds."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    seconds = int(epoch) if epoch and epoch.strip().isdigit() else int(now if now is not None else time.time())
+    seconds = (
+        int(epoch)
+        if epoch and epoch.strip().isdigit()
+        else int(now if now is not None else time.time())
+    )
     return utc_time(seconds)
 
 
@@ -95,8 +99,13 @@ def build(
     return BuildResult(findings, bundle)
 
 
-def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, strict: bool,
-           progress: Callable[[int, int], None] | None) -> list[Finding]:
+def _write(
+    config: Config,
+    writer: BundleWriter,
+    key: Ed25519PrivateKey | None,
+    strict: bool,
+    progress: Callable[[int, int], None] | None,
+) -> list[Finding]:
     """Check, index (as docs arrive), emit and seal. Docs and index are gone once this
     returns, which leaves the memory to the verification that follows."""
     index = LunrIndex()
@@ -106,7 +115,14 @@ def _write(config: Config, writer: BundleWriter, key: Ed25519PrivateKey | None, 
     built_at = build_time()
     emit(result.docs, config, built_at, writer, index, result.resources)
     expires = expiry(built_at, config.expires) if config.expires else None
-    writer.seal(library=config.library, version=config.version, built_at=built_at, docs=len(result.docs), key=key, expires=expires)
+    writer.seal(
+        library=config.library,
+        version=config.version,
+        built_at=built_at,
+        docs=len(result.docs),
+        key=key,
+        expires=expires,
+    )
     return result.findings
 
 
@@ -123,7 +139,9 @@ def expiry(built_at: str, value: str) -> str:
     return utc_time((utc_seconds(built_at) or 0) + seconds)
 
 
-def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) -> tuple[Ed25519PrivateKey | None, str]:
+def signing_key(
+    config: Config, key_file: str | os.PathLike[str] | None = None
+) -> tuple[Ed25519PrivateKey | None, str]:
     """The key to sign with and where it came from: `key_file` when given, else
     $HANDBOOK_SIGNING_KEY (a CI secret), else the configured `signing_key` file; (None,
     "") when there is none. Raises KeyFormatError naming the source of a bad key."""
@@ -165,8 +183,12 @@ PARALLEL_MIN_FILES = 500
 _CHUNK = 64
 
 
-def check(config: Config, progress: Callable[[int, int], None] | None = None, *,
-          on_doc: Callable[[Doc], None] | None = None) -> CheckResult:
+def check(
+    config: Config,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    on_doc: Callable[[Doc], None] | None = None,
+) -> CheckResult:
     """Check the whole library. `progress(done, total)` is called as files are checked,
     and `on_doc(doc)` for each doc that parsed, in path order, while worker processes
     are still parsing the rest (the build indexes docs there, on the otherwise idle
@@ -195,8 +217,15 @@ def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
         return None, [source]
     too_long = max(4 * config.limits.body_max_chars, 256 * 1024)
     if len(source.text) > too_long:  # parsed, it would take hundreds of bytes per character
-        return None, [finding(path, 1, "HB402", f"file has {len(source.text):,} characters, far over the "
-                              f"{config.limits.body_max_chars:,} limit; it is not parsed: split the doc")]
+        return None, [
+            finding(
+                path,
+                1,
+                "HB402",
+                f"file has {len(source.text):,} characters, far over the "
+                f"{config.limits.body_max_chars:,} limit; it is not parsed: split the doc",
+            )
+        ]
     doc, findings = parse(source)
     if doc is not None:
         findings += check_doc(doc, config, _validators(config))

@@ -60,17 +60,29 @@ def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int 
     return major, minor, patch, 0 if pre else 1, parts
 
 
-def release(config_path: Path, version: str | None, part: str | None, *, branch: str = "main", push: bool = False,
-            key_file: str | None = None, remote: str = "origin") -> Release:
+def release(
+    config_path: Path,
+    version: str | None,
+    part: str | None,
+    *,
+    branch: str = "main",
+    push: bool = False,
+    key_file: str | None = None,
+    remote: str = "origin",
+) -> Release:
     """Run the release; raise ReleaseError (nothing changed) when it cannot."""
     config = load_config(config_path)
     repo = Path(_git(config_path.resolve().parent, "rev-parse", "--show-toplevel").strip())
     current_branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
     if current_branch != branch:
-        raise ReleaseError(f"on branch {current_branch!r}; releases are made from {branch!r} (git switch {branch}, or pass --branch)")
+        raise ReleaseError(
+            f"on branch {current_branch!r}; releases are made from {branch!r} (git switch {branch}, or pass --branch)"
+        )
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").strip()
     if dirty:
-        raise ReleaseError(f"the working tree has uncommitted changes:\n{dirty}\ncommit or stash them first")
+        raise ReleaseError(
+            f"the working tree has uncommitted changes:\n{dirty}\ncommit or stash them first"
+        )
     new = version or next_version(config.version, part or "patch")
     if not SEMVER.fullmatch(new):
         raise ReleaseError(f"{new!r} is not a semantic version like 1.2.0")
@@ -81,7 +93,9 @@ def release(config_path: Path, version: str | None, part: str | None, *, branch:
         raise ReleaseError(f"tag {tag} already exists; choose another version")
     key, _ = pipeline.signing_key(config, key_file)
     if key is None:
-        raise ReleaseError("no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key")
+        raise ReleaseError(
+            "no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key"
+        )
     if push:
         _git(repo, "remote", "get-url", remote)  # a missing remote is found before anything changes
 
@@ -102,14 +116,22 @@ def release(config_path: Path, version: str | None, part: str | None, *, branch:
         try:
             _git(repo, "push", remote, branch, tag, "--quiet")
         except ReleaseError as exc:
-            raise ReleaseError(f"released {tag} locally (commit {commit[:12]}), but the push failed: {exc}; "
-                               f"push it with: git push {remote} {branch} {tag}") from None
+            raise ReleaseError(
+                f"released {tag} locally (commit {commit[:12]}), but the push failed: {exc}; "
+                f"push it with: git push {remote} {branch} {tag}"
+            ) from None
     return Release(new, tag, archive, commit, push)
 
 
-def _undo(repo: Path, start: str, tag: str, relative: str, config_path: Path, original: bytes) -> None:
+def _undo(
+    repo: Path, start: str, tag: str, relative: str, config_path: Path, original: bytes
+) -> None:
     """Back to where the release started: no tag, HEAD at `start`, mkdocs.yml as it was."""
-    for args in (("tag", "-d", tag), ("reset", "--quiet", start), ("reset", "--quiet", "--", relative)):
+    for args in (
+        ("tag", "-d", tag),
+        ("reset", "--quiet", start),
+        ("reset", "--quiet", "--", relative),
+    ):
         with contextlib.suppress(ReleaseError):  # the step had not happened
             _git(repo, *args)
     config_path.write_bytes(original)
@@ -133,13 +155,18 @@ def set_version(text: bytes, version: str, path: Path) -> bytes:
     other byte stays (comments, order, quoting of the rest)."""
     node = _version_node(text, path)
     source = text.decode("utf-8")
-    start, end = node.start_mark.index, node.end_mark.index  # the value's exact span, block or flow style
+    start, end = (
+        node.start_mark.index,
+        node.end_mark.index,
+    )  # the value's exact span, block or flow style
     return (source[:start] + f'"{version}"' + source[end:]).encode("utf-8")
 
 
 def _version_node(text: bytes, path: Path) -> yaml.Node:
     """The value node of `version:` inside the `handbook` plugin entry."""
-    root = yaml.compose(text.decode("utf-8"), Loader=yaml.SafeLoader)  # nodes only: MkDocs' tags need no constructor
+    root = yaml.compose(
+        text.decode("utf-8"), Loader=yaml.SafeLoader
+    )  # nodes only: MkDocs' tags need no constructor
     for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
         if key.value != "plugins":
             continue
@@ -156,10 +183,13 @@ def _version_node(text: bytes, path: Path) -> yaml.Node:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+        )
     except FileNotFoundError:
         raise ReleaseError("git is not installed") from None
     if done.returncode != 0:
-        raise ReleaseError(f"git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+        raise ReleaseError(
+            f"git {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}"
+        )
     return done.stdout
-

@@ -31,7 +31,9 @@ def library_name(folder: Path) -> str:
 def files(library: str, title: str) -> dict[str, str]:
     """Relative path -> text of every file `init` writes."""
     return {
-        "mkdocs.yml": MKDOCS.format(library=library, title=json.dumps(title)),  # a JSON string is a YAML string
+        "mkdocs.yml": MKDOCS.format(
+            library=library, title=json.dumps(title)
+        ),  # a JSON string is a YAML string
         "docs/index.md": INDEX.format(library=library, title=json.dumps(title), heading=title),
         "docs/guides/writing-docs.md": GUIDE.format(library=library),
         ".gitignore": GITIGNORE,
@@ -43,16 +45,22 @@ def init(folder: Path, library: str | None = None, title: str | None = None) -> 
     """Write a new library into `folder` (created if needed); the files written."""
     name = library or library_name(folder)
     if not NAME.fullmatch(name):
-        raise ScaffoldError(f"{name!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts); pass --name")
+        raise ScaffoldError(
+            f"{name!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
+        )
     planned = files(name, title or name.replace("-", " ").replace("_", " ").capitalize())
     existing = [rel for rel in planned if (folder / rel).exists()]
     if existing:
-        raise ScaffoldError(f"{folder}: {', '.join(existing)} already exist(s); init never overwrites, choose an empty folder")
+        raise ScaffoldError(
+            f"{folder}: {', '.join(existing)} already exist(s); init never overwrites, choose an empty folder"
+        )
     written = []
     for rel, text in planned.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "x", encoding="utf-8") as fh:  # "x": never replace a file that appeared meanwhile
+        with open(
+            path, "x", encoding="utf-8"
+        ) as fh:  # "x": never replace a file that appeared meanwhile
             fh.write(text)
         written.append(path)
     return written

@@ -78,11 +78,25 @@ class BundleWriter:
             yield hashing
         self.files[path] = FileEntry(hashing.digest.hexdigest(), hashing.size)
 
-    def seal(self, *, library: str, version: str, built_at: str, docs: int, key: Ed25519PrivateKey | None,
-             expires: str | None = None) -> Manifest:
+    def seal(
+        self,
+        *,
+        library: str,
+        version: str,
+        built_at: str,
+        docs: int,
+        key: Ed25519PrivateKey | None,
+        expires: str | None = None,
+    ) -> Manifest:
         """Sign the list of written files and write the manifest, last."""
-        signed = Signed(library=library, version=version, built_at=built_at, files=dict(sorted(self.files.items())),
-                        docs=docs, expires=expires)
+        signed = Signed(
+            library=library,
+            version=version,
+            built_at=built_at,
+            files=dict(sorted(self.files.items())),
+            docs=docs,
+            expires=expires,
+        )
         signatures = (sign(key, MANIFEST_TAG, signed.to_dict()),) if key is not None else ()
         manifest = Manifest(signed, signatures)
         (self.root / MANIFEST).write_bytes(manifest.to_bytes())
@@ -116,14 +130,20 @@ def publish(writer: BundleWriter, out: Path, key: Ed25519PrivateKey | None) -> B
     versions, tmp = versions_dir(out), writer.root
     try:
         keys = [public_key_of(key)] if key is not None else []
-        bundle = open_bundle(tmp, keys, allow_unsigned=key is None, check_expires=False)  # readers check expiry
+        bundle = open_bundle(
+            tmp, keys, allow_unsigned=key is None, check_expires=False
+        )  # readers check expiry
         manifest_sha = hashlib.sha256((tmp / MANIFEST).read_bytes()).hexdigest()
         final = versions / manifest_sha[:16]
         if final.exists() and _intact(final, tmp, keys, key is None):
             shutil.rmtree(tmp)  # an identical earlier build, checked whole, is reused
-            bundle = open_bundle(final, keys, allow_unsigned=key is None, check_expires=False, hash_all=False)
+            bundle = open_bundle(
+                final, keys, allow_unsigned=key is None, check_expires=False, hash_all=False
+            )
         else:
-            if final.exists():  # left half-deleted by a killed prune, or altered: set aside, cleaned later
+            if (
+                final.exists()
+            ):  # left half-deleted by a killed prune, or altered: set aside, cleaned later
                 os.rename(final, versions / f".tmp-{uuid.uuid4().hex}")
             os.rename(tmp, final)
     except BaseException:
@@ -133,8 +153,10 @@ def publish(writer: BundleWriter, out: Path, key: Ed25519PrivateKey | None) -> B
     _point(out, final)
     keep = {final.name, previous}
     if previous == final.name:  # the same version again: keep the one before it too
-        older = sorted((p for p in versions.iterdir() if p.name != final.name and not p.name.startswith(".")),
-                       key=lambda p: p.stat().st_mtime)
+        older = sorted(
+            (p for p in versions.iterdir() if p.name != final.name and not p.name.startswith(".")),
+            key=lambda p: p.stat().st_mtime,
+        )
         keep |= {older[-1].name} if older else set()
     _prune(versions, keep=keep)
     bundle.path = final

@@ -58,7 +58,9 @@ def check_yaml(text: str) -> list[str | tuple[int, str]]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
-        return [(mark.line + 1, f"invalid YAML: {problem}")] if mark else [f"invalid YAML: {problem}"]
+        return (
+            [(mark.line + 1, f"invalid YAML: {problem}")] if mark else [f"invalid YAML: {problem}"]
+        )
     except RecursionError:
         return ["invalid YAML: nested too deeply"]
     return []
@@ -73,7 +75,9 @@ def check_toml(text: str) -> list[str | tuple[int, str]]:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = _TOML_LINE.search(message)
-        return [(int(m.group(1)), f"invalid TOML: {message}")] if m else [f"invalid TOML: {message}"]
+        return (
+            [(int(m.group(1)), f"invalid TOML: {message}")] if m else [f"invalid TOML: {message}"]
+        )
     except RecursionError:
         return ["invalid TOML: nested too deeply"]
     return []
@@ -118,7 +122,21 @@ def check(doc: Doc, validators: Mapping[str, Validator]) -> list[Finding]:
             for problem in problems:
                 line, message = problem if isinstance(problem, tuple) else (1, str(problem))
                 offset = min(max(int(line), 1), fence.text.count("\n") or 1) - 1
-                findings.append(finding(doc.path, fence.line + offset, "HB501", f"{fence.lang} snippet: {message}"))
-        except (Exception, SystemExit) as exc:  # a validator calling sys.exit must not end the check
-            findings.append(finding(doc.path, fence.line, "HB502", f"{fence.lang} validator crashed: {type(exc).__name__}: {exc}"))
+                findings.append(
+                    finding(
+                        doc.path, fence.line + offset, "HB501", f"{fence.lang} snippet: {message}"
+                    )
+                )
+        except (
+            Exception,
+            SystemExit,
+        ) as exc:  # a validator calling sys.exit must not end the check
+            findings.append(
+                finding(
+                    doc.path,
+                    fence.line,
+                    "HB502",
+                    f"{fence.lang} validator crashed: {type(exc).__name__}: {exc}",
+                )
+            )
     return findings

@@ -25,7 +25,14 @@ from handbook.manifest import check_path
 
 from .findings import Finding, finding
 
-_WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_WINDOWS_RESERVED = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(1, 10)),
+    *(f"lpt{i}" for i in range(1, 10)),
+}
 _UNPORTABLE = set('\\<>:"|?*')
 
 
@@ -53,11 +60,27 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
         if stat.S_ISLNK(mode):
             target = os.path.realpath(entry.path)
             if os.path.commonpath([real_root, target]) != real_root:
-                findings.append(finding(rel, 1, "HB104", "is a symlink that escapes the docs root; move the file into the docs root"))
+                findings.append(
+                    finding(
+                        rel,
+                        1,
+                        "HB104",
+                        "is a symlink that escapes the docs root; move the file into the docs root",
+                    )
+                )
             else:
-                findings.append(finding(rel, 1, "HB102", "is a symlink; replace it with the file itself"))
+                findings.append(
+                    finding(rel, 1, "HB102", "is a symlink; replace it with the file itself")
+                )
         elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            findings.append(finding(rel, 1, "HB103", "is a special file (FIFO, socket or device); remove it from the docs root"))
+            findings.append(
+                finding(
+                    rel,
+                    1,
+                    "HB103",
+                    "is a special file (FIFO, socket or device); remove it from the docs root",
+                )
+            )
         elif stat.S_ISREG(mode):
             problem = unportable(rel)
             if problem:
@@ -74,7 +97,11 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
         for rel in list(files):
             problem = check_path(posixpath.relpath(rel, folder))
             if problem:
-                findings.append(finding(rel, 1, "HB104", f"cannot be attached: its path {problem}; rename the file"))
+                findings.append(
+                    finding(
+                        rel, 1, "HB104", f"cannot be attached: its path {problem}; rename the file"
+                    )
+                )
                 files.remove(rel)
     return Discovery(docs, findings, resources)
 
@@ -87,7 +114,10 @@ def _folder_docs(paths: list[str], others: list[str]) -> tuple[list[str], dict[s
     owners: dict[str, str] = {}  # folder -> its doc
     for rel in paths:
         folder, _, name = rel.rpartition("/")
-        if folder and (name == "SKILL.md" or (name == "index.md" and owners.get(folder, "").rpartition("/")[2] != "SKILL.md")):
+        if folder and (
+            name == "SKILL.md"
+            or (name == "index.md" and owners.get(folder, "").rpartition("/")[2] != "SKILL.md")
+        ):
             owners[folder] = rel
     skills = {folder for folder, doc in owners.items() if doc.endswith("/SKILL.md")}
 
@@ -112,7 +142,9 @@ def _folder_docs(paths: list[str], others: list[str]) -> tuple[list[str], dict[s
     return docs, resources
 
 
-def _walk(root: Path, prefix: str, exclude: Sequence[str]) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def _walk(
+    root: Path, prefix: str, exclude: Sequence[str]
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
     with os.scandir(root / prefix if prefix else root) as it:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
@@ -129,7 +161,7 @@ def unportable(rel: str) -> str | None:
     """Why `rel` is not a safe, portable relative path, or None."""
     for part in rel.split("/"):
         if any(ch in _UNPORTABLE or ord(ch) < 32 or ord(ch) == 127 for ch in part):
-            return f"name {part!r} holds a character that is not portable (\\ < > : \" | ? * or a control character)"
+            return f'name {part!r} holds a character that is not portable (\\ < > : " | ? * or a control character)'
         if part.endswith((".", " ")):
             return f"name {part!r} ends with a dot or a space"
         if part.split(".")[0].lower() in _WINDOWS_RESERVED:
@@ -149,7 +181,12 @@ def _collisions(paths: list[str]) -> Iterator[Finding]:
             if key not in seen:
                 seen[key] = name
             elif seen[key] != name:
-                yield finding(rel, 1, "HB105", f"collides with {seen[key]} after case folding or Unicode normalization; rename one")
+                yield finding(
+                    rel,
+                    1,
+                    "HB105",
+                    f"collides with {seen[key]} after case folding or Unicode normalization; rename one",
+                )
                 break
 
 
@@ -164,7 +201,12 @@ def read(root: Path, rel: str) -> Text | Finding:
     try:
         fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        return finding(rel, 1, "HB102" if os.path.islink(root / rel) else "HB103", f"cannot be opened: {exc.strerror}")
+        return finding(
+            rel,
+            1,
+            "HB102" if os.path.islink(root / rel) else "HB103",
+            f"cannot be opened: {exc.strerror}",
+        )
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             return finding(rel, 1, "HB103", "is not a regular file")
@@ -174,7 +216,13 @@ def read(root: Path, rel: str) -> Text | Finding:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return finding(rel, line, "HB101", f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8", col=col)
+        return finding(
+            rel,
+            line,
+            "HB101",
+            f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8",
+            col=col,
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:

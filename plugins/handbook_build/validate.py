@@ -13,7 +13,9 @@ from .findings import Finding, finding
 from .parse import Doc
 
 
-def check_doc(doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]) -> list[Finding]:
+def check_doc(
+    doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
+) -> list[Finding]:
     """The rules that need only this doc: fields and snippets."""
     return schema.check(doc, config) + snippets.check(doc, validators)
 
@@ -26,7 +28,12 @@ def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> I
         for rel in files:
             size = os.lstat(config.docs_dir / rel).st_size
             if size > limit:
-                yield finding(rel, 1, "HB106", f"is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)")
+                yield finding(
+                    rel,
+                    1,
+                    "HB106",
+                    f"is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)",
+                )
 
 
 def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:
@@ -46,7 +53,11 @@ def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Itera
         if key in first:
             other = first[key]
             where = f" in language {lang}" if lang else ""
-            yield finding(doc.path, doc.line_of("id"), "HB304",
-                          f"id `{doc.id}` is already used{where} by {other.path}:{other.line_of('id')}; ids must be unique per language")
+            yield finding(
+                doc.path,
+                doc.line_of("id"),
+                "HB304",
+                f"id `{doc.id}` is already used{where} by {other.path}:{other.line_of('id')}; ids must be unique per language",
+            )
         else:
             first[key] = doc

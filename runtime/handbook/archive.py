@@ -60,21 +60,27 @@ def unpack(archive: str | os.PathLike[str], into: Path) -> Path:
 
 def _check(members: list[tarfile.TarInfo], shown: str) -> None:
     if len(members) > MAX_MEMBERS:
-        raise FormatError(f"{shown}: {len(members):,} entries, over the {MAX_MEMBERS:,} a bundle may have")
+        raise FormatError(
+            f"{shown}: {len(members):,} entries, over the {MAX_MEMBERS:,} a bundle may have"
+        )
     total = 0
     seen: set[str] = set()
     files = {m.name.casefold() for m in members if m.isfile()}
     for member in members:
         name = member.name.rstrip("/") if member.isdir() else member.name
         if not (member.isfile() or member.isdir()):
-            raise FormatError(f"{shown}: {member.name} is a link or special file; bundle archives hold files and folders only")
+            raise FormatError(
+                f"{shown}: {member.name} is a link or special file; bundle archives hold files and folders only"
+            )
         problem = check_path(name)
         if problem:
             raise FormatError(f"{shown}: entry {member.name!r} {problem}")
         folded = name.casefold()
         parent = next((p for p in _ancestors(folded) if p in files), None)
         if parent is not None:
-            raise FormatError(f"{shown}: {member.name} is inside {parent}, which is a file in the same archive")
+            raise FormatError(
+                f"{shown}: {member.name} is inside {parent}, which is a file in the same archive"
+            )
         if folded in seen:
             raise FormatError(f"{shown}: {member.name} appears twice in the archive")
         seen.add(folded)

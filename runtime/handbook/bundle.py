@@ -50,7 +50,9 @@ class Bundle:
     hash first; the catalog is parsed on first use. Core files stay in memory once read,
     content files in a bounded cache, so nothing unverified is ever handed out."""
 
-    def __init__(self, tree: Tree, manifest: Manifest, signed_by: Sequence[str], manifest_bytes: bytes = b"") -> None:
+    def __init__(
+        self, tree: Tree, manifest: Manifest, signed_by: Sequence[str], manifest_bytes: bytes = b""
+    ) -> None:
         self.tree = tree
         self.path = tree.root
         self.manifest = manifest
@@ -78,8 +80,14 @@ class Bundle:
             catalog = _parse_catalog([self.read(CATALOG, keep=False)])
             try:
                 check_agreement(self.manifest, catalog)
-            except (TypeError, AttributeError, ValueError) as exc:  # a field of the wrong type, even if signed
-                raise FormatError(f"{CATALOG}: a field has the wrong type ({type(exc).__name__}: {exc})") from None
+            except (
+                TypeError,
+                AttributeError,
+                ValueError,
+            ) as exc:  # a field of the wrong type, even if signed
+                raise FormatError(
+                    f"{CATALOG}: a field has the wrong type ({type(exc).__name__}: {exc})"
+                ) from None
             self._catalog = catalog
         return self._catalog
 
@@ -135,7 +143,13 @@ def open_bundle(
     trusted = trusted_keys(keys)
     signed_by: list[str] = []
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
-        signed_by = verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
+        signed_by = verify(
+            manifest.signatures,
+            signed,
+            trusted,
+            threshold=threshold,
+            encoded=manifest.canonical_signed(),
+        )
     if check_expires:
         check_expiry(manifest)
     _check_tree(tree, manifest, sizes=hash_all)
@@ -155,7 +169,9 @@ def check_expiry(manifest: Manifest, now: float | None = None) -> None:
         return
     deadline = utc_seconds(expires)
     if deadline is None or (time.time() if now is None else now) >= deadline:
-        raise ExpiredError(f"{MANIFEST}: expired at {expires}; fetch a newer bundle (the build sets expires)")
+        raise ExpiredError(
+            f"{MANIFEST}: expired at {expires}; fetch a newer bundle (the build sets expires)"
+        )
 
 
 class Tree:
@@ -180,7 +196,9 @@ class Tree:
         if fd is None:
             if path:
                 parent, _, leaf = path.rpartition("/")
-                fd = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._folder(parent))
+                fd = os.open(
+                    leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._folder(parent)
+                )
             else:
                 fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
             self._folders[path] = fd
@@ -190,11 +208,15 @@ class Tree:
         """A descriptor for the regular file `name`; symlinks and special files are refused."""
         folder, _, leaf = name.rpartition("/")
         try:
-            fd = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.folder(folder))
+            fd = os.open(
+                leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.folder(folder)
+            )
         except FileNotFoundError:
             raise MissingFileError(f"{name}: listed in the manifest but missing") from None
         except OSError as exc:
-            raise FormatError(f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused") from None
+            raise FormatError(
+                f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused"
+            ) from None
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise FormatError(f"{name}: not a regular file")
@@ -217,7 +239,9 @@ def _read(tree: Tree, name: str, limit: int) -> bytes:
 
 def _mismatch_size(name: str, observed: int, expected: int) -> HashMismatchError:
     more = "+" if observed > expected else ""
-    return HashMismatchError(f"{name}: observed {observed:,}{more} bytes, the manifest lists {expected:,}")
+    return HashMismatchError(
+        f"{name}: observed {observed:,}{more} bytes, the manifest lists {expected:,}"
+    )
 
 
 def _read_verified(tree: Tree, manifest: Manifest, name: str) -> bytes:
@@ -229,7 +253,9 @@ def _read_verified(tree: Tree, manifest: Manifest, name: str) -> bytes:
         raise _mismatch_size(name, len(data), entry.bytes)
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.sha256:
-        raise HashMismatchError(f"{name}: observed sha256 {digest}, the manifest lists {entry.sha256}")
+        raise HashMismatchError(
+            f"{name}: observed sha256 {digest}, the manifest lists {entry.sha256}"
+        )
     return data
 
 
@@ -247,7 +273,9 @@ def _hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
     if size != entry.bytes:
         raise _mismatch_size(name, size, entry.bytes)
     if digest.hexdigest() != entry.sha256:
-        raise HashMismatchError(f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}")
+        raise HashMismatchError(
+            f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}"
+        )
 
 
 def _check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
@@ -270,27 +298,47 @@ def _check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
         prefix = folder + "/" if folder else ""
         try:
             with os.scandir(tree.folder(folder)) as it:
-                present = {entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry for entry in it}
+                present = {
+                    entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry
+                    for entry in it
+                }
         except FileNotFoundError:
             raise MissingFileError(f"{folder}/: a folder of listed files, missing") from None
         except OSError as exc:  # not a folder, or a link to one: refused
-            raise FormatError(f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused") from None
+            raise FormatError(
+                f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused"
+            ) from None
         unlisted = present.keys() - names
         if unlisted:
             name = min(unlisted)
-            what = "a folder the manifest does not list" if name.endswith("/") else "present in the bundle but not listed in the manifest"
+            what = (
+                "a folder the manifest does not list"
+                if name.endswith("/")
+                else "present in the bundle but not listed in the manifest"
+            )
             raise UnlistedFileError(f"{prefix}{name}: {what}")
         missing = names - present.keys()
         if missing:
-            raise MissingFileError(f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing")
-        special = [n for n, entry in present.items() if not n.endswith("/") and not entry.is_file(follow_symlinks=False)]
+            raise MissingFileError(
+                f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing"
+            )
+        special = [
+            n
+            for n, entry in present.items()
+            if not n.endswith("/") and not entry.is_file(follow_symlinks=False)
+        ]
         if special:
-            raise FormatError(f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused")
+            raise FormatError(
+                f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused"
+            )
         if sizes:
             files = manifest.signed.files
             for name, entry in present.items():
                 if name != MANIFEST and not name.endswith("/"):
-                    size, listed = entry.stat(follow_symlinks=False).st_size, files[prefix + name].bytes
+                    size, listed = (
+                        entry.stat(follow_symlinks=False).st_size,
+                        files[prefix + name].bytes,
+                    )
                     if size != listed:
                         raise _mismatch_size(prefix + name, size, listed)
 
@@ -314,7 +362,9 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
     signed = manifest.signed
     lib = catalog.library
     if (lib.name, lib.version) != (signed.library, signed.version):
-        raise FormatError(f"{CATALOG}: describes {lib.name} {lib.version}, the manifest {signed.library} {signed.version}")
+        raise FormatError(
+            f"{CATALOG}: describes {lib.name} {lib.version}, the manifest {signed.library} {signed.version}"
+        )
     if len(catalog.docs) != signed.docs:
         raise FormatError(f"{CATALOG}: lists {len(catalog.docs)} docs, the manifest {signed.docs}")
     seen: set[tuple[str, str]] = set()
@@ -322,22 +372,33 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
     for doc in catalog.docs:
         key = (doc.id, str(doc.meta.get("lang") or ""))  # an id may exist once per language
         if key in seen:
-            raise FormatError(f"{CATALOG}: doc id {doc.id!r} appears twice" + (f" in language {key[1]}" if key[1] else ""))
+            raise FormatError(
+                f"{CATALOG}: doc id {doc.id!r} appears twice"
+                + (f" in language {key[1]}" if key[1] else "")
+            )
         seen.add(key)
         entry = signed.files.get(doc.content)
         if entry is None:
-            raise FormatError(f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list")
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list"
+            )
         if entry.sha256 != doc.sha256 or entry.bytes != doc.bytes:
-            raise FormatError(f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}")
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
+            )
         if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
             raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
         referenced.add(doc.content)
         for resource in doc.resources:
             listed = signed.files.get(resource.file)
             if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
-                raise FormatError(f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, which does not match {resource.file} in the manifest")
+                raise FormatError(
+                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, which does not match {resource.file} in the manifest"
+                )
             if check_path(resource.path) or resource.path.startswith(".."):
-                raise FormatError(f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}")
+                raise FormatError(
+                    f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
+                )
             referenced.add(resource.file)
     orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
     if orphans:
@@ -351,5 +412,6 @@ def describe(bundle: Bundle) -> Sequence[str]:
         f"library   {signed.library} {signed.version} (built {signed.built_at})",
         f"docs      {signed.docs}",
         f"files     {len(signed.files) + 1} ({sum(f.bytes for f in signed.files.values()):,} bytes), every hash verified",
-        f"signature {bundle.signature_state}" + (f" by {', '.join(k[:16] for k in bundle.signed_by)}" if bundle.signed_by else ""),
+        f"signature {bundle.signature_state}"
+        + (f" by {', '.join(k[:16] for k in bundle.signed_by)}" if bundle.signed_by else ""),
     ]

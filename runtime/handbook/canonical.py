@@ -35,7 +35,9 @@ def dumps(value: Any) -> bytes:
     try:
         return "".join(parts).encode("utf-8")
     except UnicodeEncodeError:
-        raise CanonicalError("a string holds a lone surrogate, which has no UTF-8 encoding") from None
+        raise CanonicalError(
+            "a string holds a lone surrogate, which has no UTF-8 encoding"
+        ) from None
 
 
 def _encode(value: Any, out: list[str]) -> None:
@@ -102,7 +104,9 @@ def loads(data: bytes, *, what: str, max_bytes: int, profile: bool = False) -> A
             check_profile(value, what, ascii_text=text.isascii())
             # ASCII keys sort the same by code point and by UTF-16 unit, and the profile
             # has no floats: json.dumps then writes exactly the canonical form, in C.
-            canonical = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+            canonical = json.dumps(
+                value, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+            ).encode("utf-8")
         else:
             _check_depth(value, what)
             canonical = dumps(value)
@@ -115,7 +119,9 @@ def loads(data: bytes, *, what: str, max_bytes: int, profile: bool = False) -> A
             json.loads(text, object_pairs_hook=_no_duplicates)
         except ValueError as exc:
             raise FormatError(f"{what}: not strict JSON: {exc}") from None
-        raise FormatError(f"{what}: not canonical JSON (whitespace, key order, escapes or number form differ from RFC 8785)")
+        raise FormatError(
+            f"{what}: not canonical JSON (whitespace, key order, escapes or number form differ from RFC 8785)"
+        )
     return value
 
 

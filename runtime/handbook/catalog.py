@@ -66,7 +66,9 @@ class DocEntry(NamedTuple):
         out = {name: getattr(self, name) for name in _DOC_FIELDS}
         out["keywords"], out["aliases"] = list(self.keywords), list(self.aliases)
         out["meta"] = dict(self.meta)
-        out["sections"] = [{name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections]
+        out["sections"] = [
+            {name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections
+        ]
         if self.resources:
             out["resources"] = [r._asdict() for r in self.resources]
         else:
@@ -74,7 +76,17 @@ class DocEntry(NamedTuple):
         return out
 
 
-_STRING_FIELDS = ("id", "kind", "title", "summary", "verified", "revision", "content", "url", "source")
+_STRING_FIELDS = (
+    "id",
+    "kind",
+    "title",
+    "summary",
+    "verified",
+    "revision",
+    "content",
+    "url",
+    "source",
+)
 
 
 def _typed(doc: DocEntry) -> DocEntry:
@@ -82,12 +94,26 @@ def _typed(doc: DocEntry) -> DocEntry:
     handlers slice, join and compare these values. Raises TypeError otherwise."""
     if not (
         all(type(getattr(doc, name)) is str for name in _STRING_FIELDS)
-        and type(doc.bytes) is int and type(doc.chars) is int and type(doc.meta) is dict
+        and type(doc.bytes) is int
+        and type(doc.chars) is int
+        and type(doc.meta) is dict
         and all(type(word) is str for word in (*doc.keywords, *doc.aliases))
-        and all(type(s.title) is str and type(s.anchor) is str and type(s.level) is int and type(s.start) is int
-                and type(s.end) is int and type(s.chars) is int for s in doc.sections)
-        and all(type(r.path) is str and type(r.sha256) is str and type(r.bytes) is int and type(r.media_type) is str
-                for r in doc.resources)
+        and all(
+            type(s.title) is str
+            and type(s.anchor) is str
+            and type(s.level) is int
+            and type(s.start) is int
+            and type(s.end) is int
+            and type(s.chars) is int
+            for s in doc.sections
+        )
+        and all(
+            type(r.path) is str
+            and type(r.sha256) is str
+            and type(r.bytes) is int
+            and type(r.media_type) is str
+            for r in doc.resources
+        )
     ):
         raise TypeError(f"doc {str(doc.id)[:80]!r} has a field of the wrong type")
     return doc
@@ -142,11 +168,16 @@ class Catalog(NamedTuple):
             docs = []
             for n, entry in enumerate(raw):
                 raw[n] = None
-                entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
+                entry["keywords"], entry["aliases"] = (
+                    tuple(entry["keywords"]),
+                    tuple(entry["aliases"]),
+                )
                 entry["sections"] = tuple(SectionEntry(**s) for s in entry["sections"])
                 if "resources" in entry:
                     entry["resources"] = tuple(Resource(**r) for r in entry["resources"])
                 docs.append(_typed(DocEntry(**entry)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise FormatError(f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})") from None
+            raise FormatError(
+                f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})"
+            ) from None
         return cls(library, tuple(docs))

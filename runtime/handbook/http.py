@@ -83,7 +83,9 @@ class SiteFiles:
             return None
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != self.identity.get(path):
+            if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != self.identity.get(
+                path
+            ):
                 return None
             parts = []
             while chunk := os.read(fd, 1 << 20):
@@ -126,16 +128,34 @@ def create_app(
                 return _json({"error": {"code": "bundle_unavailable", "message": str(exc)}}, 503)
         params = dict(request.query_params)
         if any(len(k) > MAX_PARAM_CHARS or len(v) > MAX_PARAM_CHARS for k, v in params.items()):
-            return _json({"error": {"code": "too_long", "message": f"query parameters are limited to {MAX_PARAM_CHARS} characters"}}, 400)
+            return _json(
+                {
+                    "error": {
+                        "code": "too_long",
+                        "message": f"query parameters are limited to {MAX_PARAM_CHARS} characters",
+                    }
+                },
+                400,
+            )
         answer = _call(library, name, params)
         if answer is None:
-            return _json({"error": {"code": "not_found", "message": f"no endpoint {API}/{name}; see {API}/openapi.json"}}, 404)
+            return _json(
+                {
+                    "error": {
+                        "code": "not_found",
+                        "message": f"no endpoint {API}/{name}; see {API}/openapi.json",
+                    }
+                },
+                404,
+            )
         return _json(answer, _status(answer))
 
     async def bundle_file(request: Request) -> Response:
         try:
             return _bundle_file(request)
-        except BundleError as exc:  # a file changed on disk since the bundle was opened: never served
+        except (
+            BundleError
+        ) as exc:  # a file changed on disk since the bundle was opened: never served
             return _json({"error": {"code": "bundle_unavailable", "message": str(exc)}}, 503)
 
     def _bundle_file(request: Request) -> Response:
@@ -164,8 +184,12 @@ def create_app(
         if path is None or data is None:
             missing = files.files.get("404.html")
             page = files.read(missing) if missing is not None else None
-            return Response(page or b"not found\n", 404, media_type="text/html" if page else "text/plain")
-        return Response(data, media_type=_media_type(path.name), headers={"Cache-Control": REVALIDATE})
+            return Response(
+                page or b"not found\n", 404, media_type="text/html" if page else "text/plain"
+            )
+        return Response(
+            data, media_type=_media_type(path.name), headers={"Cache-Control": REVALIDATE}
+        )
 
     routes: list[Route] = [
         Route(API + "/{name}", api, methods=["GET"]),
@@ -174,7 +198,9 @@ def create_app(
     lifespan = None
     if mcp is not None:
         mcp_app, mcp_lifespan = mcp
-        routes.append(Route("/mcp", endpoint=mcp_app))  # a Route: a Mount would redirect POST /mcp to /mcp/
+        routes.append(
+            Route("/mcp", endpoint=mcp_app)
+        )  # a Route: a Mount would redirect POST /mcp to /mcp/
 
         def lifespan(app: Starlette) -> Any:
             return mcp_lifespan()
@@ -200,15 +226,28 @@ class _BearerToken:
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             scheme, _, value = given.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
-                response = JSONResponse({"error": {"code": "unauthorized", "message": "send Authorization: Bearer <token>"}},
-                                        401, headers={"WWW-Authenticate": 'Bearer realm="handbook"'})
+                response = JSONResponse(
+                    {
+                        "error": {
+                            "code": "unauthorized",
+                            "message": "send Authorization: Bearer <token>",
+                        }
+                    },
+                    401,
+                    headers={"WWW-Authenticate": 'Bearer realm="handbook"'},
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-ENDPOINT_PARAMS = {"status": (), "search": ("query", "limit", "lang"), "get": ("id", "doc_id", "section", "offset", "revision", "lang"),
-                   "ask": ("question", "limit"), "resource": ("id", "doc_id", "path", "revision")}
+ENDPOINT_PARAMS = {
+    "status": (),
+    "search": ("query", "limit", "lang"),
+    "get": ("id", "doc_id", "section", "offset", "revision", "lang"),
+    "ask": ("question", "limit"),
+    "resource": ("id", "doc_id", "path", "revision"),
+}
 """The parameters each endpoint takes; `list` also takes any frontmatter field as a filter."""
 
 
@@ -220,26 +259,50 @@ def _call(library: Library, name: str, params: Mapping[str, str]) -> dict[str, A
     unknown = sorted(set(params) - set(known)) if known is not None else []
     if unknown:
         takes = ", ".join(known) if known else "no parameters"
-        return {"error": {"code": "bad_parameter", "message": f"unknown parameter(s) {', '.join(unknown)}; this endpoint takes {takes}"}}
+        return {
+            "error": {
+                "code": "bad_parameter",
+                "message": f"unknown parameter(s) {', '.join(unknown)}; this endpoint takes {takes}",
+            }
+        }
     if name == "status":
         return library.status()
     if name == "search":
-        return library.search(params.get("query", ""), limit=_number(params.get("limit"), 10), lang=params.get("lang"))
+        return library.search(
+            params.get("query", ""), limit=_number(params.get("limit"), 10), lang=params.get("lang")
+        )
     if name == "get":
         doc_id = params.get("id", params.get("doc_id", ""))
-        return library.get(doc_id, section=params.get("section"), offset=_number(params.get("offset"), 0), revision=params.get("revision"),
-                           lang=params.get("lang"))
+        return library.get(
+            doc_id,
+            section=params.get("section"),
+            offset=_number(params.get("offset"), 0),
+            revision=params.get("revision"),
+            lang=params.get("lang"),
+        )
     if name == "list":
-        return library.list(query=params.pop("query", None), limit=_number(params.pop("limit", None), 20), **params)
+        return library.list(
+            query=params.pop("query", None), limit=_number(params.pop("limit", None), 20), **params
+        )
     if name == "resource":
-        return library.resource(params.get("id", params.get("doc_id", "")), params.get("path", ""), revision=params.get("revision"))
+        return library.resource(
+            params.get("id", params.get("doc_id", "")),
+            params.get("path", ""),
+            revision=params.get("revision"),
+        )
     if name == "ask":
         return library.ask(params.get("question", ""), limit=_number(params.get("limit"), 3))
     if name == "collect":
         ids = [i for i in params.pop("ids").split(",") if i.strip()] if "ids" in params else None
         pairs = [p.partition("=") for p in params.pop("revisions", "").split(",") if p.strip()]
-        return library.collect(query=params.pop("query", None), ids=ids, revisions={k.strip(): v.strip() for k, _, v in pairs} or None,
-                               limit=_number(params.pop("limit", None), 10), max_bytes=_number(params.pop("max_bytes", None), 32_000), **params)
+        return library.collect(
+            query=params.pop("query", None),
+            ids=ids,
+            revisions={k.strip(): v.strip() for k, _, v in pairs} or None,
+            limit=_number(params.pop("limit", None), 10),
+            max_bytes=_number(params.pop("max_bytes", None), 32_000),
+            **params,
+        )
     return None
 
 
@@ -290,9 +353,13 @@ def openapi(library: Library) -> dict[str, Any]:
     tools = {t["name"]: t for t in json.loads(library.bundle.read(TOOLS))["tools"]}
     signed = library.bundle.manifest.signed
     paths: dict[str, Any] = {}
-    for endpoint, tool, rename in (("list", "knowledge_list", {}), ("get", "knowledge_get", {"doc_id": "id"}),
-                                   ("search", "knowledge_search", {}), ("collect", "knowledge_collect", {}),
-                                   ("ask", "knowledge_ask", {})):
+    for endpoint, tool, rename in (
+        ("list", "knowledge_list", {}),
+        ("get", "knowledge_get", {"doc_id": "id"}),
+        ("search", "knowledge_search", {}),
+        ("collect", "knowledge_collect", {}),
+        ("ask", "knowledge_ask", {}),
+    ):
         if tool not in tools:  # a bundle built before the tool existed
             continue
         definition = tools[tool]
@@ -300,47 +367,105 @@ def openapi(library: Library) -> dict[str, Any]:
         parameters = []
         for prop, prop_schema in schema["properties"].items():
             nullable = "null" in (prop_schema.get("type") or [])
-            if "array" in (prop_schema.get("type") or []):  # lists travel comma-separated in a query string
-                described = "comma-separated ids" if prop == "ids" else "comma-separated id=revision pairs"
-                prop_schema = {"type": "string", "description": f"{prop_schema.get('description', '')} In the query string: {described}."}
-            parameters.append({
-                "name": rename.get(prop, prop),
-                "in": "query",
-                "required": not nullable,
-                "description": prop_schema.get("description", ""),
-                "schema": {k: v for k, v in prop_schema.items() if k != "description"},
-            })
+            if "array" in (
+                prop_schema.get("type") or []
+            ):  # lists travel comma-separated in a query string
+                described = (
+                    "comma-separated ids" if prop == "ids" else "comma-separated id=revision pairs"
+                )
+                prop_schema = {
+                    "type": "string",
+                    "description": f"{prop_schema.get('description', '')} In the query string: {described}.",
+                }
+            parameters.append(
+                {
+                    "name": rename.get(prop, prop),
+                    "in": "query",
+                    "required": not nullable,
+                    "description": prop_schema.get("description", ""),
+                    "schema": {k: v for k, v in prop_schema.items() if k != "description"},
+                }
+            )
         if endpoint == "get":
-            parameters.append({"name": "offset", "in": "query", "required": False, "description": "Continue a long doc from a next_offset.",
-                               "schema": {"type": "integer", "minimum": 0}})
-            parameters.append({"name": "revision", "in": "query", "required": False,
-                               "description": "Serve only this exact revision; a changed doc answers 404 unavailable_revision.",
-                               "schema": {"type": "string"}})
-        paths[f"{API}/{endpoint}"] = {"get": {
-            "operationId": tool,
-            "summary": definition.get("title", tool),
-            "description": definition["description"],
-            "parameters": parameters,
+            parameters.append(
+                {
+                    "name": "offset",
+                    "in": "query",
+                    "required": False,
+                    "description": "Continue a long doc from a next_offset.",
+                    "schema": {"type": "integer", "minimum": 0},
+                }
+            )
+            parameters.append(
+                {
+                    "name": "revision",
+                    "in": "query",
+                    "required": False,
+                    "description": "Serve only this exact revision; a changed doc answers 404 unavailable_revision.",
+                    "schema": {"type": "string"},
+                }
+            )
+        paths[f"{API}/{endpoint}"] = {
+            "get": {
+                "operationId": tool,
+                "summary": definition.get("title", tool),
+                "description": definition["description"],
+                "parameters": parameters,
+                "responses": {
+                    "200": {
+                        "description": "The handler's answer.",
+                        "content": {"application/json": {"schema": definition["outputSchema"]}},
+                    },
+                    "400": {
+                        "description": "Arguments or a query the handler refused (`error` says why).",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "404": {
+                        "description": "No such doc or section (`suggestions` lists close ones).",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                },
+            }
+        }
+    paths[f"{API}/status"] = {
+        "get": {
+            "operationId": "status",
+            "summary": "What is served: library, version, signature state, doc count, load time.",
             "responses": {
-                "200": {"description": "The handler's answer.", "content": {"application/json": {"schema": definition["outputSchema"]}}},
-                "400": {"description": "Arguments or a query the handler refused (`error` says why).", "content": {"application/json": {"schema": {"type": "object"}}}},
-                "404": {"description": "No such doc or section (`suggestions` lists close ones).", "content": {"application/json": {"schema": {"type": "object"}}}},
+                "200": {
+                    "description": "Status.",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {
+                                    "library": {"type": "string"},
+                                    "version": {"type": "string"},
+                                    "docs": {"type": "integer"},
+                                    "signature": {"type": "string"},
+                                    "loaded_at": {"type": "string"},
+                                },
+                                "required": [
+                                    "library",
+                                    "version",
+                                    "docs",
+                                    "signature",
+                                    "loaded_at",
+                                ],
+                            }
+                        }
+                    },
+                }
             },
-        }}
-    paths[f"{API}/status"] = {"get": {
-        "operationId": "status",
-        "summary": "What is served: library, version, signature state, doc count, load time.",
-        "responses": {"200": {"description": "Status.", "content": {"application/json": {"schema": {
-            "type": "object",
-            "properties": {"library": {"type": "string"}, "version": {"type": "string"}, "docs": {"type": "integer"},
-                           "signature": {"type": "string"}, "loaded_at": {"type": "string"}},
-            "required": ["library", "version", "docs", "signature", "loaded_at"],
-        }}}}},
-    }}
+        }
+    }
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"{signed.library} knowledge API", "version": signed.version,
-                 "description": "Read-only access to a verified Handbook bundle. Every answer is the Python handler's dict."},
+        "info": {
+            "title": f"{signed.library} knowledge API",
+            "version": signed.version,
+            "description": "Read-only access to a verified Handbook bundle. Every answer is the Python handler's dict.",
+        },
         "paths": paths,
     }
 
@@ -354,9 +479,19 @@ class Reloader:
     old bundle serving when the new one is refused; requests in flight finish on the
     bundle they started with."""
 
-    def __init__(self, library: Library, path: str | os.PathLike[str], interval: float = 2.0,
-                 on_reload: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None) -> None:
-        self.library, self.path, self.interval, self.on_reload = library, Path(path), interval, on_reload
+    def __init__(
+        self,
+        library: Library,
+        path: str | os.PathLike[str],
+        interval: float = 2.0,
+        on_reload: Callable[[dict[str, Any]], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self.library, self.path, self.interval, self.on_reload = (
+            library,
+            Path(path),
+            interval,
+            on_reload,
+        )
         self._stop = threading.Event()
         self._seen = self.fingerprint()
         self._thread = threading.Thread(target=self._run, name="handbook-reloader", daemon=True)
@@ -422,12 +557,21 @@ def serve(
     sock.bind((host, port))
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    reloader = Reloader(library, bundle_path, reload_interval,
-                        on_reload=lambda answer: announce(_describe_reload(answer)))
+    reloader = Reloader(
+        library,
+        bundle_path,
+        reload_interval,
+        on_reload=lambda answer: announce(_describe_reload(answer)),
+    )
     reloader.start()
-    signed = library.bundle.manifest.signed  # the manifest says it all; the catalog waits for the first request
-    announce(f"serving {signed.library} {signed.version} ({signed.docs} docs, signature {library.bundle.signature_state}) "
-             f"at http://{shown}:{bound}/  API {API}/  MCP /mcp" + ("  (bearer token required)" if token else ""))
+    signed = (
+        library.bundle.manifest.signed
+    )  # the manifest says it all; the catalog waits for the first request
+    announce(
+        f"serving {signed.library} {signed.version} ({signed.docs} docs, signature {library.bundle.signature_state}) "
+        f"at http://{shown}:{bound}/  API {API}/  MCP /mcp"
+        + ("  (bearer token required)" if token else "")
+    )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     try:
         server.run(sockets=[sock])
@@ -442,7 +586,9 @@ def _describe_reload(answer: Mapping[str, Any]) -> str:
     return f"kept {answer.get('library')} {answer.get('version')}: the new bundle was refused ({answer.get('error')})"
 
 
-def _mcp(library: Library, host: str, allowed_hosts: Sequence[str]) -> tuple[ASGIApp, Callable[[], Any]]:
+def _mcp(
+    library: Library, host: str, allowed_hosts: Sequence[str]
+) -> tuple[ASGIApp, Callable[[], Any]]:
     from .mcp import http_app
 
     return http_app(library, host=host, allowed_hosts=allowed_hosts)

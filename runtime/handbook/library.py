@@ -60,12 +60,19 @@ def _never_raise(handler: F) -> F:
         try:
             signature.bind(*args, **kwargs)
         except TypeError as exc:
-            out: dict[str, Any] = {"error": {"code": "bad_arguments", "message": _clip(f"{handler.__name__}(): {exc}")}}
+            out: dict[str, Any] = {
+                "error": {"code": "bad_arguments", "message": _clip(f"{handler.__name__}(): {exc}")}
+            }
         else:
             try:
                 out = handler(*args, **kwargs)
             except Exception as exc:  # the contract: agents get a structured answer, always
-                out = {"error": {"code": "internal_error", "message": _clip(f"{type(exc).__name__}: {exc}")}}
+                out = {
+                    "error": {
+                        "code": "internal_error",
+                        "message": _clip(f"{type(exc).__name__}: {exc}"),
+                    }
+                }
         out.setdefault("truncated", False)
         return _with_size(out)
 
@@ -131,7 +138,9 @@ class _State:
 class Library:
     """One verified knowledge bundle and the handlers agents call on it."""
 
-    def __init__(self, state: _State, path: str, opener: Callable[[], Bundle], max_response_chars: int) -> None:
+    def __init__(
+        self, state: _State, path: str, opener: Callable[[], Bundle], max_response_chars: int
+    ) -> None:
         self._state = state
         self._path = path
         self._opener = opener
@@ -169,16 +178,37 @@ class Library:
             if isinstance(path, str) and path.startswith(("http://", "https://")):
                 from . import remote  # urllib is not needed, nor imported, for local bundles
 
-                location = remote.fetch(path, keys, allow_unsigned=allow_unsigned, threshold=threshold, expect_library=expect_library,
-                                        allow_rollback=allow_rollback, cache_dir=cache_dir, state_dir=state_dir,
-                                        timeout=timeout if timeout is not None else remote.DEFAULT_TIMEOUT)
+                location = remote.fetch(
+                    path,
+                    keys,
+                    allow_unsigned=allow_unsigned,
+                    threshold=threshold,
+                    expect_library=expect_library,
+                    allow_rollback=allow_rollback,
+                    cache_dir=cache_dir,
+                    state_dir=state_dir,
+                    timeout=timeout if timeout is not None else remote.DEFAULT_TIMEOUT,
+                )
                 hash_all = False  # fetch has just hashed every byte
-            bundle = open_bundle(location, keys, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=hash_all)
+            bundle = open_bundle(
+                location,
+                keys,
+                allow_unsigned=allow_unsigned,
+                threshold=threshold,
+                hash_all=hash_all,
+            )
             if expect_library is not None and bundle.manifest.signed.library != expect_library:
-                raise LibraryMismatchError(f"{path}: signed for library {bundle.manifest.signed.library!r}, not {expect_library!r}")
+                raise LibraryMismatchError(
+                    f"{path}: signed for library {bundle.manifest.signed.library!r}, not {expect_library!r}"
+                )
             return bundle
 
-        return cls(_load(opener(hash_all=False)), os.fspath(path), opener, max(1000, int(max_response_chars)))
+        return cls(
+            _load(opener(hash_all=False)),
+            os.fspath(path),
+            opener,
+            max(1000, int(max_response_chars)),
+        )
 
     @property
     def name(self) -> str:
@@ -220,10 +250,20 @@ class Library:
         content = self._state.bundle.read(doc.content)
         section = next((s for s in doc.sections if s.anchor == anchor), None) if anchor else None
         if section is not None:  # what the section's entry indexes: its text, and the doc's title
-            text = doc.title + "\n" + content[section.start : section.end].decode("utf-8", "replace")
+            text = (
+                doc.title + "\n" + content[section.start : section.end].decode("utf-8", "replace")
+            )
         else:  # the doc's own entry: title, keywords, aliases, summary and overview
             overview = content[: doc.sections[0].start] if doc.sections else content
-            text = "\n".join([doc.title, *doc.keywords, *doc.aliases, doc.summary, overview.decode("utf-8", "replace")])
+            text = "\n".join(
+                [
+                    doc.title,
+                    *doc.keywords,
+                    *doc.aliases,
+                    doc.summary,
+                    overview.decode("utf-8", "replace"),
+                ]
+            )
         return frozenset(stem(w.lower()) for w in _WORD.findall(text))
 
     @property
@@ -243,10 +283,15 @@ class Library:
             try:
                 state = _load(self._opener())
             except Exception as exc:  # whatever is wrong with the new one, the old one serves
-                self.last_reload_error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, BundleError) else str(exc)
+                self.last_reload_error = (
+                    f"{type(exc).__name__}: {exc}" if not isinstance(exc, BundleError) else str(exc)
+                )
                 return {"reloaded": False, "error": str(exc), **self._identity()}
             changed = state.bundle.manifest != self._state.bundle.manifest
-            self._state, self.last_reload_error = state, None  # one assignment: every map travels with its bundle
+            self._state, self.last_reload_error = (
+                state,
+                None,
+            )  # one assignment: every map travels with its bundle
             return {"reloaded": True, "changed": changed, **self._identity()}
 
     def _identity(self) -> dict[str, Any]:
@@ -279,7 +324,9 @@ class Library:
             lang: {
                 "documents": len(positions),
                 "indexed": sum(1 for n in positions if n in indexed_docs),
-                "verified": sum(1 for n in positions if state.catalog_docs[n].verified == "verified"),
+                "verified": sum(
+                    1 for n in positions if state.catalog_docs[n].verified == "verified"
+                ),
             }
             for lang, positions in sorted(state.languages.items())
         }
@@ -287,7 +334,9 @@ class Library:
     # -- list ---------------------------------------------------------------------------------
 
     @_never_raise
-    def list(self, query: str | None = None, limit: int = DEFAULT_LIST_LIMIT, **filters: Any) -> dict[str, Any]:
+    def list(
+        self, query: str | None = None, limit: int = DEFAULT_LIST_LIMIT, **filters: Any
+    ) -> dict[str, Any]:
         """Docs matching every filter (a frontmatter field, case-insensitive; list fields
         by membership; "any" for no filter), ranked by `query` when given."""
         state = self._state
@@ -346,14 +395,22 @@ class Library:
             value = _field(doc, name)
             if value is not None:
                 entry[name] = value
-        entry["sections"] = [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
+        entry["sections"] = [
+            {"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections
+        ]
         return entry
 
     # -- get ----------------------------------------------------------------------------------
 
     @_never_raise
-    def get(self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None,
-            lang: str | None = None) -> dict[str, Any]:
+    def get(
+        self,
+        doc_id: str,
+        section: str | None = None,
+        offset: int = 0,
+        revision: str | None = None,
+        lang: str | None = None,
+    ) -> dict[str, Any]:
         """One doc as markdown with its metadata and sections, or one section of it.
         Content beyond the response budget is cut; `next_offset` fetches the rest. With
         `revision`, only that exact revision is served: a doc that changed since is
@@ -372,24 +429,46 @@ class Library:
         default = state.bundle.catalog.library.default_lang or ""
         fallback = None
         if lang is not None:
-            in_lang = next((n for n in state.languages.get(str(lang), []) if state.catalog_docs[n].id == wanted), None)
+            in_lang = next(
+                (
+                    n
+                    for n in state.languages.get(str(lang), [])
+                    if state.catalog_docs[n].id == wanted
+                ),
+                None,
+            )
             if in_lang is not None:
                 index = in_lang
             else:
-                fallback = {"requested_lang": str(lang)[:20], "fallback": True,
-                            "hint": f"no {str(lang)[:20]} version of {wanted}; served the {doc_lang(state.catalog_docs[index], default) or 'default'} one"}
+                fallback = {
+                    "requested_lang": str(lang)[:20],
+                    "fallback": True,
+                    "hint": f"no {str(lang)[:20]} version of {wanted}; served the {doc_lang(state.catalog_docs[index], default) or 'default'} one",
+                }
         doc = state.catalog_docs[index]
         if revision is not None and revision != doc.revision:
-            return {"found": False, "id": doc.id, "code": "unavailable_revision", "revision": doc.revision,
-                    "error": f"doc {doc.id} is now at revision {doc.revision}, not {_clip(str(revision), 80)}; the old bytes are not available",
-                    "hint": "Fetch the current revision without `revision`, or ask the library's owner for the old version's bundle."}
+            return {
+                "found": False,
+                "id": doc.id,
+                "code": "unavailable_revision",
+                "revision": doc.revision,
+                "error": f"doc {doc.id} is now at revision {doc.revision}, not {_clip(str(revision), 80)}; the old bytes are not available",
+                "hint": "Fetch the current revision without `revision`, or ask the library's owner for the old version's bundle.",
+            }
         content = state.bundle.read(doc.content)
         sections = [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
         out: dict[str, Any] = {
             "found": True,
             "id": doc.id,
             "title": doc.title,
-            "metadata": {"kind": doc.kind, "summary": doc.summary, "verified": doc.verified, "keywords": list(doc.keywords), "aliases": list(doc.aliases), **doc.meta},
+            "metadata": {
+                "kind": doc.kind,
+                "summary": doc.summary,
+                "verified": doc.verified,
+                "keywords": list(doc.keywords),
+                "aliases": list(doc.aliases),
+                **doc.meta,
+            },
             "revision": doc.revision,
             "url": doc.url,
             "sections": sections,
@@ -398,7 +477,10 @@ class Library:
         if language:
             out["lang"] = language
         if doc.resources:
-            out["resources"] = [{"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources]
+            out["resources"] = [
+                {"path": r.path, "bytes": r.bytes, "media_type": r.media_type}
+                for r in doc.resources
+            ]
         if fallback:
             out.update(fallback)
         start, end = 0, len(content)
@@ -408,15 +490,27 @@ class Library:
                 wanted = str(section).strip().lower()
                 containing = [s.title for s in doc.sections if wanted and wanted in s.title.lower()]
                 titles = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
-                close = list(dict.fromkeys([*containing, *_close_matches(str(section), titles, n=5, cutoff=0.4)]))[:5]
-                return {"found": False, "id": doc.id, "title": doc.title, "error": f"doc {doc.id} has no section {_clip(str(section))!r}",
-                        "suggestions": close, "sections": sections}
+                close = list(
+                    dict.fromkeys(
+                        [*containing, *_close_matches(str(section), titles, n=5, cutoff=0.4)]
+                    )
+                )[:5]
+                return {
+                    "found": False,
+                    "id": doc.id,
+                    "title": doc.title,
+                    "error": f"doc {doc.id} has no section {_clip(str(section))!r}",
+                    "suggestions": close,
+                    "sections": sections,
+                }
             out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
             start, end = chosen.start, chosen.end
         text = content[start:end].decode("utf-8")
         return self._bounded_text(out, text, offset, doc, section is None)
 
-    def _bounded_text(self, out: dict[str, Any], text: str, offset: Any, doc: DocEntry, whole: bool) -> dict[str, Any]:
+    def _bounded_text(
+        self, out: dict[str, Any], text: str, offset: Any, doc: DocEntry, whole: bool
+    ) -> dict[str, Any]:
         """Put as much of `text` from `offset` into `out` as the budget allows, measured as
         JSON (escapes count), and say how to get the rest."""
         try:
@@ -424,7 +518,11 @@ class Library:
         except (TypeError, ValueError, OverflowError):
             offset = -1
         if offset < 0:
-            return {"found": False, "id": doc.id, "error": "offset must be a whole number, 0 or more (a next_offset from an earlier answer)"}
+            return {
+                "found": False,
+                "id": doc.id,
+                "error": "offset must be a whole number, 0 or more (a next_offset from an earlier answer)",
+            }
         reserve = 400  # content, offset, truncated, hint, next_offset, response_chars
         while _json_len(out) + reserve > self.max_response_chars and out["sections"]:
             out["sections"] = out["sections"][: len(out["sections"]) // 2]
@@ -433,14 +531,18 @@ class Library:
         rest = text[offset:]
         if whole and offset == 0 and doc.sections and _json_len(rest) > budget:
             rest = doc_text_prefix(text, doc)
-            out["hint"] = f"The doc has {len(text):,} characters, more than fit in one answer; here is its overview. Fetch a section by title or anchor."
+            out["hint"] = (
+                f"The doc has {len(text):,} characters, more than fit in one answer; here is its overview. Fetch a section by title or anchor."
+            )
             out["truncated"] = True
         if _json_len(rest) > budget:
             cut = _fit(rest, budget)
             rest = rest[:cut]
             out["truncated"] = True
             out["next_offset"] = offset + cut
-            out["hint"] = f"Cut at {cut:,} of {len(text) - offset:,} characters; call again with offset={offset + cut} for the rest."
+            out["hint"] = (
+                f"Cut at {cut:,} of {len(text) - offset:,} characters; call again with offset={offset + cut} for the rest."
+            )
         out["content"] = rest
         out["offset"] = offset
         return out
@@ -457,7 +559,9 @@ class Library:
         wanted = doc_id.strip().lower()
         close = _close_matches(wanted, ids, n=5, cutoff=0.5)
         compact = _compact(wanted)
-        contains = [i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)]
+        contains = [
+            i for i in ids if compact and (compact in _compact(i) or _compact(i) in compact)
+        ]
         aliases = [state.catalog_docs[n].id for n in state.identities.get(compact, ())]
         suggestions = list(dict.fromkeys([*aliases, *close, *contains]))[:10]
         return {
@@ -472,7 +576,9 @@ class Library:
     # -- search -------------------------------------------------------------------------------
 
     @_never_raise
-    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None) -> dict[str, Any]:
+    def search(
+        self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None
+    ) -> dict[str, Any]:
         """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
         `lang`, only in docs of that language."""
         state = self._state
@@ -490,7 +596,9 @@ class Library:
         except QueryError as exc:
             return {"count": 0, "hits": [], "error": exc.to_dict()}
         rendered = [self._hit(state, hit) for hit in hits]
-        hint = "" if hits else "No section matches. Try other words, fewer words, or list() to browse."
+        hint = (
+            "" if hits else "No section matches. Try other words, fewer words, or list() to browse."
+        )
         return self._bounded_list(rendered, checked, "hits", hint, total=total)
 
     def _hit(self, state: _State, hit: Hit) -> dict[str, Any]:
@@ -509,7 +617,9 @@ class Library:
     def _excerpt(self, state: _State, hit: Hit, doc: int) -> str:
         index = state.search
         content = state.bundle.read(content_path(index.content_sha(doc)))
-        text = content[index.entry_start[hit.entry] : index.entry_end[hit.entry]].decode("utf-8", "replace")
+        text = content[index.entry_start[hit.entry] : index.entry_end[hit.entry]].decode(
+            "utf-8", "replace"
+        )
         text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
         position = 0
         for m in _WORD.finditer(text):
@@ -528,53 +638,117 @@ class Library:
         bytes: `content` when it is UTF-8 text, else `content_base64`. With `revision`,
         only while the doc is at that revision. The path is only looked up in the doc's
         verified list: nothing is ever read from a path the caller builds, or run."""
-        got = self.get(doc_id, revision=revision) if isinstance(doc_id, str) else {"found": False, "error": "doc_id must be a string"}
+        got = (
+            self.get(doc_id, revision=revision)
+            if isinstance(doc_id, str)
+            else {"found": False, "error": "doc_id must be a string"}
+        )
         if not got.get("found"):
-            return {key: got[key] for key in ("found", "error", "code", "revision", "suggestions", "hint") if key in got}
+            return {
+                key: got[key]
+                for key in ("found", "error", "code", "revision", "suggestions", "hint")
+                if key in got
+            }
         doc = self.doc(got["id"])
         wanted = str(path).strip().removeprefix("./") if isinstance(path, str) else ""
-        match = next((r for r in doc.resources if r.path == wanted), None) if doc is not None else None
+        match = (
+            next((r for r in doc.resources if r.path == wanted), None) if doc is not None else None
+        )
         if doc is None or match is None:
             listed = [r.path for r in doc.resources] if doc is not None else []
-            return {"found": False, "id": got["id"], "error": f"doc {got['id']} has no attached file {_clip(str(path))!r}",
-                    "resources": listed[:MAX_AVAILABLE_IDS]}
+            return {
+                "found": False,
+                "id": got["id"],
+                "error": f"doc {got['id']} has no attached file {_clip(str(path))!r}",
+                "resources": listed[:MAX_AVAILABLE_IDS],
+            }
         data = self._state.bundle.read(match.file)
-        out: dict[str, Any] = {"found": True, "id": doc.id, "ref": f"{self.name}:{doc.id}", "revision": doc.revision, "path": match.path,
-                               "bytes": match.bytes, "sha256": match.sha256, "media_type": match.media_type}
+        out: dict[str, Any] = {
+            "found": True,
+            "id": doc.id,
+            "ref": f"{self.name}:{doc.id}",
+            "revision": doc.revision,
+            "path": match.path,
+            "bytes": match.bytes,
+            "sha256": match.sha256,
+            "media_type": match.media_type,
+        }
         try:
             out["content"] = data.decode("utf-8")
         except UnicodeDecodeError:
             out["content_base64"] = base64.b64encode(data).decode("ascii")
         if _json_len(out) > self.max_response_chars:
-            return {"found": False, "id": doc.id, "path": match.path, "bytes": match.bytes,
-                    "error": f"{match.path} is {match.bytes:,} bytes, more than one answer may hold ({self.max_response_chars:,} characters)",
-                    "hint": "Read it through the Python API with a larger max_response_chars, or from the bundle file " + match.file}
+            return {
+                "found": False,
+                "id": doc.id,
+                "path": match.path,
+                "bytes": match.bytes,
+                "error": f"{match.path} is {match.bytes:,} bytes, more than one answer may hold ({self.max_response_chars:,} characters)",
+                "hint": "Read it through the Python API with a larger max_response_chars, or from the bundle file "
+                + match.file,
+            }
         return out
 
     # -- collect and ask -------------------------------------------------------------------
 
     @_never_raise
-    def collect(self, query: str | None = None, ids: Sequence[str] | None = None, revisions: Mapping[str, str] | None = None,
-                limit: int = DEFAULT_COLLECT_LIMIT, max_bytes: int = DEFAULT_COLLECT_BYTES, **filters: Any) -> dict[str, Any]:
+    def collect(
+        self,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        revisions: Mapping[str, str] | None = None,
+        limit: int = DEFAULT_COLLECT_LIMIT,
+        max_bytes: int = DEFAULT_COLLECT_BYTES,
+        **filters: Any,
+    ) -> dict[str, Any]:
         """Several docs in one call within a byte budget, every omission explained
         (see `handbook.collect`)."""
-        return collect([self], query=query, ids=ids, revisions=revisions, limit=limit, max_bytes=max_bytes,
-                       max_chars=self.max_response_chars, **filters)
+        return collect(
+            [self],
+            query=query,
+            ids=ids,
+            revisions=revisions,
+            limit=limit,
+            max_bytes=max_bytes,
+            max_chars=self.max_response_chars,
+            **filters,
+        )
 
     @_never_raise
-    def ask(self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None) -> dict[str, Any]:
+    def ask(
+        self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None
+    ) -> dict[str, Any]:
         """A grounded answer quoting the library's passages, or `insufficient` (see
         `handbook.collect.ask`). Never generated text."""
-        return ask([self], question, limit=limit, correlation_id=correlation_id, max_chars=self.max_response_chars)
+        return ask(
+            [self],
+            question,
+            limit=limit,
+            correlation_id=correlation_id,
+            max_chars=self.max_response_chars,
+        )
 
     # -- shared -------------------------------------------------------------------------------
 
-    def _bounded_list(self, items: Sequence[dict[str, Any]], limit: int, key: str, hint: str, total: int | None = None) -> dict[str, Any]:
+    def _bounded_list(
+        self,
+        items: Sequence[dict[str, Any]],
+        limit: int,
+        key: str,
+        hint: str,
+        total: int | None = None,
+    ) -> dict[str, Any]:
         return bounded_list(items, limit, key, hint, self.max_response_chars, total)
 
 
-def bounded_list(items: Sequence[dict[str, Any]], limit: int, key: str, hint: str, max_chars: int,
-                 total: int | None = None) -> dict[str, Any]:
+def bounded_list(
+    items: Sequence[dict[str, Any]],
+    limit: int,
+    key: str,
+    hint: str,
+    max_chars: int,
+    total: int | None = None,
+) -> dict[str, Any]:
     """`{count, <key>: the first `limit` items that fit in `max_chars` of JSON, returned,
     truncated, hint}`."""
     count = len(items) if total is None else total
@@ -585,7 +759,10 @@ def bounded_list(items: Sequence[dict[str, Any]], limit: int, key: str, hint: st
         size = len(json.dumps(item, ensure_ascii=False)) + 1
         if used + size > max_chars:
             out["truncated"] = True
-            hint = (hint + " " if hint else "") + f"Only {len(kept)} of {min(count, limit)} fit in one answer; narrow the query or filters, or lower limit."
+            hint = (
+                (hint + " " if hint else "")
+                + f"Only {len(kept)} of {min(count, limit)} fit in one answer; narrow the query or filters, or lower limit."
+            )
             break
         kept.append(item)
         used += size
@@ -614,7 +791,9 @@ def doc_text_prefix(text: str, doc: DocEntry) -> str:
 
 def _load(bundle: Bundle) -> _State:
     if SEARCH not in bundle.manifest.signed.files:
-        raise BundleError(f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook")
+        raise BundleError(
+            f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook"
+        )
     search = SearchIndex(bundle.read(SEARCH))
     return _State(bundle, search, utc_time(time.time()))
 
@@ -622,8 +801,17 @@ def _load(bundle: Bundle) -> _State:
 def _limit(value: Any, default: int) -> int | dict[str, Any]:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not _DIGITS.fullmatch(str(value).strip()):
-        return {"error": {"code": "invalid_limit", "message": f"limit must be a whole number from 1 to {MAX_LIMIT}"}}
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, str))
+        or not _DIGITS.fullmatch(str(value).strip())
+    ):
+        return {
+            "error": {
+                "code": "invalid_limit",
+                "message": f"limit must be a whole number from 1 to {MAX_LIMIT}",
+            }
+        }
     return min(max(int(value), 1), MAX_LIMIT)
 
 
@@ -651,14 +839,20 @@ def _filter_problem(name: str, value: Any, filters: Mapping[str, Any]) -> str | 
         known = ", ".join(sorted(filters))
         return f"No field {_clip(name)!r} to filter on. Known fields: {known}."
     known_values = filters[name].get("values")
-    if known_values is not None and str(value).strip().lower() not in {v.lower() for v in known_values}:
+    if known_values is not None and str(value).strip().lower() not in {
+        v.lower() for v in known_values
+    }:
         return f"No doc has {name} = {_clip(str(value))!r}. Known values of {name}: {', '.join(known_values)}."
     return None
 
 
 def _list_hint(count: int, limit: int, filtered: bool, query: Any) -> str:
     if count == 0:
-        return "Nothing matches. " + ("Loosen the filters or " if filtered else "") + "try other words, or list() without arguments."
+        return (
+            "Nothing matches. "
+            + ("Loosen the filters or " if filtered else "")
+            + "try other words, or list() without arguments."
+        )
     if count > limit:
         return f"{count} docs match; showing {limit}. Narrow with filters or a query, or raise limit (at most {MAX_LIMIT})."
     return "Fetch a doc with get(id), or one section with get(id, section)."
@@ -676,7 +870,10 @@ def _state_filter_problem(state: _State, name: str, value: Any) -> str | None:
 
 def _state_matches(state: _State, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
     default = state.bundle.catalog.library.default_lang or ""
-    return all(doc_lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v) for k, v in filters.items())
+    return all(
+        doc_lang(doc, default) == str(v) if k == "lang" else _matches(_field(doc, k), v)
+        for k, v in filters.items()
+    )
 
 
 def doc_lang(doc: DocEntry, default: str) -> str:
@@ -700,11 +897,17 @@ def _find_section(doc: DocEntry, wanted: str) -> Any:
             if candidate in (section.title.lower(), section.anchor.lower()):
                 return section
     key = key.lstrip("#").strip()
-    starting = [s for s in doc.sections if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))]
+    starting = [
+        s
+        for s in doc.sections
+        if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))
+    ]
     return starting[0] if len(starting) == 1 else None
 
 
-def _close_matches(word: str, candidates: Sequence[str], n: int, cutoff: float) -> builtins.list[str]:
+def _close_matches(
+    word: str, candidates: Sequence[str], n: int, cutoff: float
+) -> builtins.list[str]:
     """difflib's close matches; imported on the first miss, not at every start."""
     import difflib
 

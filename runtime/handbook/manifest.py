@@ -25,9 +25,18 @@ SPEC = "handbook/v1"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ENTRY_KEYS = {"sha256", "bytes"}
-_ISO_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")  # ASCII digits only, not \d
+_ISO_UTC = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+)  # ASCII digits only, not \d
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
-_WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+_WINDOWS_DEVICES = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(1, 10)),
+    *(f"lpt{i}" for i in range(1, 10)),
+}
 
 
 _CONTENT_PATH = re.compile(r"content/[0-9a-f]{64}\.md")
@@ -86,18 +95,36 @@ class Signed(NamedTuple):
 
     @classmethod
     def from_dict(cls, data: Any) -> Signed:
-        _require_keys(data, "signed", {"spec", "library", "version", "built_at", "files", "docs"}, {"expires"})
+        _require_keys(
+            data, "signed", {"spec", "library", "version", "built_at", "files", "docs"}, {"expires"}
+        )
         if data["spec"] != SPEC:
-            raise FormatError(f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r}")
+            raise FormatError(
+                f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r}"
+            )
         for key in ("library", "version"):
             _require_type(data[key], str, f"signed.{key}")
         for key in ("built_at", "expires"):
-            if key in data and not (isinstance(data[key], str) and _ISO_UTC.fullmatch(data[key]) and utc_seconds(data[key]) is not None):
-                raise FormatError(f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z")
+            if key in data and not (
+                isinstance(data[key], str)
+                and _ISO_UTC.fullmatch(data[key])
+                and utc_seconds(data[key]) is not None
+            ):
+                raise FormatError(
+                    f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z"
+                )
         _require_type(data["docs"], int, "signed.docs")
         _require_type(data["files"], dict, "signed.files")
         files = _files(data["files"])
-        return cls(data["library"], data["version"], data["built_at"], files, data["docs"], data.get("expires"), data["spec"])
+        return cls(
+            data["library"],
+            data["version"],
+            data["built_at"],
+            files,
+            data["docs"],
+            data.get("expires"),
+            data["spec"],
+        )
 
 
 def _files(listed: dict[str, Any]) -> dict[str, FileEntry]:
@@ -131,7 +158,11 @@ def _files(listed: dict[str, Any]) -> dict[str, FileEntry]:
 
 def _folders(parents: set[str]) -> set[str]:
     """Every folder on the given parent paths, case-folded (a bundle has a few)."""
-    return {"/".join(p.casefold().split("/")[:depth]) for p in parents for depth in range(1, p.count("/") + 2)}
+    return {
+        "/".join(p.casefold().split("/")[:depth])
+        for p in parents
+        for depth in range(1, p.count("/") + 2)
+    }
 
 
 def _file_and_folder(paths: list[str]) -> str | None:
@@ -157,18 +188,24 @@ def _diagnose(listed: dict[str, Any]) -> None:
     for path, entry in listed.items():
         key = path.casefold()
         if key in folded:
-            raise FormatError(f"manifest.json: file paths {folded[key]!r} and {path!r} differ only by case")
+            raise FormatError(
+                f"manifest.json: file paths {folded[key]!r} and {path!r} differ only by case"
+            )
         folded[key] = path
         problem = check_path(path) if path != MANIFEST else "is the manifest itself"
         if problem:
             raise FormatError(f"manifest.json: file path {path!r} {problem}")
         _require_keys(entry, f"files[{path!r}]", _ENTRY_KEYS)
         if not (isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])):
-            raise FormatError(f"manifest.json: files[{path!r}].sha256 must be 64 lowercase hex digits")
+            raise FormatError(
+                f"manifest.json: files[{path!r}].sha256 must be 64 lowercase hex digits"
+            )
         _require_type(entry["bytes"], int, f"files[{path!r}].bytes")
     clash = _file_and_folder(list(listed))
     if clash:
-        raise FormatError(f"manifest.json: {clash!r} is listed as a file and is also a folder of other listed files")
+        raise FormatError(
+            f"manifest.json: {clash!r} is listed as a file and is also a folder of other listed files"
+        )
     raise AssertionError("_diagnose found nothing wrong")  # pragma: no cover - _files saw a problem
 
 
@@ -180,7 +217,11 @@ class Manifest(NamedTuple):
 
     def canonical_signed(self) -> bytes:
         """What the signatures cover (less the tag)."""
-        return self.signed_bytes if self.signed_bytes is not None else canonical.dumps(self.signed.to_dict())
+        return (
+            self.signed_bytes
+            if self.signed_bytes is not None
+            else canonical.dumps(self.signed.to_dict())
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"signed": self.signed.to_dict(), "signatures": [dict(s) for s in self.signatures]}
@@ -196,8 +237,14 @@ class Manifest(NamedTuple):
         signatures = []
         for n, entry in enumerate(value["signatures"]):
             _require_keys(entry, f"signatures[{n}]", {"keyid", "sig"})
-            if not (isinstance(entry["keyid"], str) and _SHA256.fullmatch(entry["keyid"]) and isinstance(entry["sig"], str)):
-                raise FormatError(f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig")
+            if not (
+                isinstance(entry["keyid"], str)
+                and _SHA256.fullmatch(entry["keyid"])
+                and isinstance(entry["sig"], str)
+            ):
+                raise FormatError(
+                    f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig"
+                )
             signatures.append({"keyid": entry["keyid"], "sig": entry["sig"]})
         # The bytes are canonical with exactly these two keys, so they read
         # {"signatures":[…],"signed":{…}}; signatures hold only hex and base64, so the
@@ -229,7 +276,9 @@ def _require_keys(data: Any, what: str, required: set[str], optional: Collection
         raise FormatError(f"manifest.json: {what} must be an object")
     missing, extra = required - data.keys(), data.keys() - required - set(optional)
     if missing or extra:
-        raise FormatError(f"manifest.json: {what} has missing keys {sorted(missing)} / unknown keys {sorted(extra)}")
+        raise FormatError(
+            f"manifest.json: {what} has missing keys {sorted(missing)} / unknown keys {sorted(extra)}"
+        )
 
 
 def _require_type(value: Any, kind: type, what: str) -> None:

@@ -51,7 +51,9 @@ def _call(library: Library, name: str, arguments: dict[str, Any]) -> dict[str, A
     if name == "knowledge_get":
         return library.get(**given)
     if name == "knowledge_collect":
-        if "revisions" in given:  # a list of {id, revision} in the schema (strict mode has no free maps)
+        if (
+            "revisions" in given
+        ):  # a list of {id, revision} in the schema (strict mode has no free maps)
             given["revisions"] = {r["id"]: r["revision"] for r in given["revisions"]}
         return library.collect(**given)
     if name == "knowledge_ask":
@@ -77,21 +79,37 @@ def _check(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
 def build_server(library: Library) -> Server[Any]:
     """The MCP server for `library` (any transport)."""
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(
-                name=t["name"], title=t.get("title"), description=t["description"], input_schema=t["inputSchema"],
-                output_schema=t["outputSchema"], annotations=types.ToolAnnotations(
-                    read_only_hint=t["annotations"]["readOnlyHint"], destructive_hint=t["annotations"]["destructiveHint"],
-                    idempotent_hint=t["annotations"]["idempotentHint"], open_world_hint=t["annotations"]["openWorldHint"]),
-            )
-            for t in _tools(library)
-        ])
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t["name"],
+                    title=t.get("title"),
+                    description=t["description"],
+                    input_schema=t["inputSchema"],
+                    output_schema=t["outputSchema"],
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=t["annotations"]["readOnlyHint"],
+                        destructive_hint=t["annotations"]["destructiveHint"],
+                        idempotent_hint=t["annotations"]["idempotentHint"],
+                        open_world_hint=t["annotations"]["openWorldHint"],
+                    ),
+                )
+                for t in _tools(library)
+            ]
+        )
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         tool = next((t for t in _tools(library) if t["name"] == params.name), None)
         if tool is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}; the tools are knowledge_list, knowledge_get, knowledge_search")
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown tool {params.name!r}; the tools are knowledge_list, knowledge_get, knowledge_search",
+            )
         arguments = dict(params.arguments or {})
         problem = _check(arguments, tool["inputSchema"])
         if problem:
@@ -99,48 +117,90 @@ def build_server(library: Library) -> Server[Any]:
         answer = await anyio.to_thread.run_sync(lambda: _call(library, params.name, arguments))
         text = types.TextContent(text=json.dumps(answer, ensure_ascii=False))
         refused = isinstance(answer.get("error"), dict)  # the handler's own structured refusal
-        return types.CallToolResult(content=[text], structured_content=None if refused else answer, is_error=refused)
+        return types.CallToolResult(
+            content=[text], structured_content=None if refused else answer, is_error=refused
+        )
 
-    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
         bundle = library.bundle
         name = bundle.manifest.signed.library
-        return types.ListResourcesResult(resources=[
-            types.Resource(uri=f"{SCHEME}{name}/{doc.id}", name=doc.id, title=doc.title, description=doc.summary,
-                           mime_type="text/markdown", size=doc.bytes)
-            for doc in bundle.catalog.docs
-        ])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=f"{SCHEME}{name}/{doc.id}",
+                    name=doc.id,
+                    title=doc.title,
+                    description=doc.summary,
+                    mime_type="text/markdown",
+                    size=doc.bytes,
+                )
+                for doc in bundle.catalog.docs
+            ]
+        )
 
-    async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+    async def list_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         name = library.bundle.manifest.signed.library
-        return types.ListResourceTemplatesResult(resource_templates=[
-            types.ResourceTemplate(uri_template=f"{SCHEME}{name}/{{id}}", name=f"{name}-doc",
-                                   description=f"One doc of the {name} library as markdown, by id", mime_type="text/markdown"),
-        ])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=f"{SCHEME}{name}/{{id}}",
+                    name=f"{name}-doc",
+                    description=f"One doc of the {name} library as markdown, by id",
+                    mime_type="text/markdown",
+                ),
+            ]
+        )
 
-    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
         uri = str(params.uri)
         bundle = library.bundle
         prefix = f"{SCHEME}{bundle.manifest.signed.library}/"
-        doc_id, _, attached = (uri[len(prefix):] if uri.startswith(prefix) else "").partition("/")
+        doc_id, _, attached = (uri[len(prefix) :] if uri.startswith(prefix) else "").partition("/")
         doc = library.doc(doc_id) if doc_id else None
         if doc is not None and attached:  # handbook://<library>/<id>/<path of an attached file>
             answer = library.resource(doc.id, attached)
             if answer.get("found"):
                 if "content" in answer:
-                    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=answer["content"], mime_type=answer["media_type"])])
-                return types.ReadResourceResult(contents=[types.BlobResourceContents(uri=uri, blob=answer["content_base64"], mime_type=answer["media_type"])])
+                    return types.ReadResourceResult(
+                        contents=[
+                            types.TextResourceContents(
+                                uri=uri, text=answer["content"], mime_type=answer["media_type"]
+                            )
+                        ]
+                    )
+                return types.ReadResourceResult(
+                    contents=[
+                        types.BlobResourceContents(
+                            uri=uri, blob=answer["content_base64"], mime_type=answer["media_type"]
+                        )
+                    ]
+                )
             doc = None
         if doc is None:
-            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"no resource {uri}; resources are {prefix}<doc id>[/<attached file>]", data={"uri": uri})
+            raise MCPError(
+                code=RESOURCE_NOT_FOUND,
+                message=f"no resource {uri}; resources are {prefix}<doc id>[/<attached file>]",
+                data={"uri": uri},
+            )
         text = bundle.read(doc.content).decode("utf-8")
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
+        )
 
     signed = library.bundle.manifest.signed
     return Server(
         "handbook",
         version=__version__,
-        instructions=(f"Read-only knowledge: the {signed.library} library, version {signed.version}. Call knowledge_list or "
-                      "knowledge_search to find a doc, then knowledge_get to read it (or one section of it)."),
+        instructions=(
+            f"Read-only knowledge: the {signed.library} library, version {signed.version}. Call knowledge_list or "
+            "knowledge_search to find a doc, then knowledge_get to read it (or one section of it)."
+        ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
@@ -166,7 +226,9 @@ def run_stdio(library: Library) -> None:
     anyio.run(main)
 
 
-def http_app(library: Library, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> tuple[ASGIApp, Callable[[], Any]]:
+def http_app(
+    library: Library, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
+) -> tuple[ASGIApp, Callable[[], Any]]:
     """(the streamable-HTTP endpoint, a factory of the lifespan it needs). Requests must
     come with a Host of the server and, from browsers, an Origin of the same hosts: the
     DNS-rebinding protection the MCP transport specification requires."""
@@ -176,13 +238,28 @@ def http_app(library: Library, host: str = "127.0.0.1", allowed_hosts: Sequence[
     )
     from mcp.server.transport_security import TransportSecuritySettings
 
-    hosts = list(dict.fromkeys([*LOOPBACK_HOSTS, *([f"[{host}]" if ":" in host else host] if host not in ("0.0.0.0", "::") else []), *allowed_hosts]))
+    hosts = list(
+        dict.fromkeys(
+            [
+                *LOOPBACK_HOSTS,
+                *([f"[{host}]" if ":" in host else host] if host not in ("0.0.0.0", "::") else []),
+                *allowed_hosts,
+            ]
+        )
+    )
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{h}:*" for h in hosts] + hosts,
-        allowed_origins=[f"{scheme}://{h}{port}" for h in hosts for scheme in ("http", "https") for port in (":*", "")],
+        allowed_origins=[
+            f"{scheme}://{h}{port}"
+            for h in hosts
+            for scheme in ("http", "https")
+            for port in (":*", "")
+        ],
     )
-    manager = StreamableHTTPSessionManager(app=build_server(library), stateless=True, json_response=True, security_settings=security)
+    manager = StreamableHTTPSessionManager(
+        app=build_server(library), stateless=True, json_response=True, security_settings=security
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:

@@ -26,7 +26,9 @@ MAX_WILDCARDS = 2
 MAX_BOOST = 100
 FIELDS = ("title", "keywords", "body")
 
-_TERM = re.compile(r"^(?P<presence>[+-]?)(?:(?P<field>[a-z]+):)?(?P<word>[^~^]+?)(?:\^(?P<boost>[^~^]*))?(?:~(?P<edit>[^~^]*))?(?:\^(?P<boost2>[^~^]*))?$")
+_TERM = re.compile(
+    r"^(?P<presence>[+-]?)(?:(?P<field>[a-z]+):)?(?P<word>[^~^]+?)(?:\^(?P<boost>[^~^]*))?(?:~(?P<edit>[^~^]*))?(?:\^(?P<boost2>[^~^]*))?$"
+)
 _SPLIT = re.compile(r"[\s]+")
 _TRIM = re.compile(r"^\W*?([^\W]+)\W*?$")  # lunr's trimmer, as applied to indexed text
 
@@ -64,9 +66,14 @@ def parse(text: object) -> list[Clause]:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise QueryError("invalid_query", "the query holds a lone surrogate (broken UTF-16); send text") from None
+            raise QueryError(
+                "invalid_query", "the query holds a lone surrogate (broken UTF-16); send text"
+            ) from None
     if len(text) > MAX_QUERY_CHARS:
-        raise QueryError("query_too_long", f"the query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS}: use fewer, more specific words")
+        raise QueryError(
+            "query_too_long",
+            f"the query has {len(text):,} characters; the limit is {MAX_QUERY_CHARS}: use fewer, more specific words",
+        )
     clauses: list[Clause] = []
     wildcards = 0
     for raw in _SPLIT.split(text.strip()):
@@ -78,11 +85,18 @@ def parse(text: object) -> list[Clause]:
     if not clauses:
         raise QueryError("empty_query", "the query has no words to search for")
     if len(clauses) > MAX_TERMS:
-        raise QueryError("too_many_terms", f"the query has {len(clauses)} terms; the limit is {MAX_TERMS}")
+        raise QueryError(
+            "too_many_terms", f"the query has {len(clauses)} terms; the limit is {MAX_TERMS}"
+        )
     if wildcards > MAX_WILDCARDS:
-        raise QueryError("too_many_wildcards", f"the query has {wildcards} wildcards; the limit is {MAX_WILDCARDS}")
+        raise QueryError(
+            "too_many_wildcards",
+            f"the query has {wildcards} wildcards; the limit is {MAX_WILDCARDS}",
+        )
     if all(c.presence == "prohibited" for c in clauses):
-        raise QueryError("only_excluded_terms", "the query only excludes words (-word); add a word to search for")
+        raise QueryError(
+            "only_excluded_terms", "the query only excludes words (-word); add a word to search for"
+        )
     return clauses
 
 
@@ -100,16 +114,24 @@ def _parse_word(raw: str) -> list[Clause]:
         try:
             boost = float(boost_text)
         except ValueError:
-            raise QueryError("invalid_boost", f"{raw!r}: a boost is a number, as in word^2") from None
+            raise QueryError(
+                "invalid_boost", f"{raw!r}: a boost is a number, as in word^2"
+            ) from None
         if not 0 < boost <= MAX_BOOST:
-            raise QueryError("invalid_boost", f"{raw!r}: a boost must be above 0 and at most {MAX_BOOST}")
+            raise QueryError(
+                "invalid_boost", f"{raw!r}: a boost must be above 0 and at most {MAX_BOOST}"
+            )
     edit = 0
     if m["edit"] is not None:
         if not re.fullmatch(r"[0-9]{1,3}", m["edit"]):
-            raise QueryError("invalid_fuzzy", f"{raw!r}: fuzzy matching takes a number of edits, as in word~1")
+            raise QueryError(
+                "invalid_fuzzy", f"{raw!r}: fuzzy matching takes a number of edits, as in word~1"
+            )
         edit = int(m["edit"])
         if edit > MAX_EDIT_DISTANCE:
-            raise QueryError("fuzzy_too_far", f"{raw!r}: the edit distance is at most {MAX_EDIT_DISTANCE}")
+            raise QueryError(
+                "fuzzy_too_far", f"{raw!r}: the edit distance is at most {MAX_EDIT_DISTANCE}"
+            )
     fields = (field,) if field else FIELDS
     clauses = []
     for part in [p for p in m["word"].split("-") if p]:  # lunr splits words on hyphens
@@ -117,12 +139,19 @@ def _parse_word(raw: str) -> list[Clause]:
     return [c for c in clauses if c is not None]
 
 
-def _clause(raw: str, word: str, fields: tuple[str, ...], presence: str, boost: float, edit: int) -> Clause | None:
+def _clause(
+    raw: str, word: str, fields: tuple[str, ...], presence: str, boost: float, edit: int
+) -> Clause | None:
     if "*" in word:
         if word.startswith("*"):
-            raise QueryError("leading_wildcard", f"{raw!r}: a wildcard may not start a word; put letters first, as in modb*")
+            raise QueryError(
+                "leading_wildcard",
+                f"{raw!r}: a wildcard may not start a word; put letters first, as in modb*",
+            )
         if edit:
-            raise QueryError("invalid_fuzzy", f"{raw!r}: a word cannot be both fuzzy (~) and a wildcard (*)")
+            raise QueryError(
+                "invalid_fuzzy", f"{raw!r}: a word cannot be both fuzzy (~) and a wildcard (*)"
+            )
         return Clause(word, fields, presence, boost)
     m = _TRIM.match(word)
     word = m.group(1) if m else word

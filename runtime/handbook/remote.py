@@ -60,12 +60,16 @@ def is_url(location: str | os.PathLike[str]) -> bool:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("HANDBOOK_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handbook")
+    base = os.environ.get("HANDBOOK_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "handbook"
+    )
     return Path(base)
 
 
 def default_state_dir() -> Path:
-    base = os.environ.get("HANDBOOK_STATE_DIR") or os.path.join(os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "handbook")
+    base = os.environ.get("HANDBOOK_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "handbook"
+    )
     return Path(base)
 
 
@@ -93,9 +97,17 @@ def fetch(
     manifest = Manifest.from_bytes(raw)
     signed = manifest.signed
     if not (allow_unsigned and (not manifest.signatures or not trusted)):
-        verify(manifest.signatures, signed, trusted, threshold=threshold, encoded=manifest.canonical_signed())
+        verify(
+            manifest.signatures,
+            signed,
+            trusted,
+            threshold=threshold,
+            encoded=manifest.canonical_signed(),
+        )
     if expect_library is not None and signed.library != expect_library:
-        raise LibraryMismatchError(f"{url}: signed for library {signed.library!r}, not {expect_library!r}")
+        raise LibraryMismatchError(
+            f"{url}: signed for library {signed.library!r}, not {expect_library!r}"
+        )
     check_expiry(manifest)
     digest = hashlib.sha256(raw).hexdigest()
     if not allow_rollback:
@@ -112,10 +124,14 @@ def fetch(
     try:  # a folder already assembled for this manifest is reused when it verifies
         if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != raw:
             raise MissingFileError(f"{folder}: not assembled for this manifest")
-        open_bundle(folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True)
+        open_bundle(
+            folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True
+        )
     except (BundleError, OSError):
         _assemble(folder, objects, raw, signed.files)
-        open_bundle(folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True)  # as any local bundle
+        open_bundle(
+            folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True
+        )  # as any local bundle
     marks.accept(signed.library, trusted, signed.version, digest, url)
     return folder
 
@@ -133,8 +149,10 @@ class HighWater:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise RollbackError(f"{self.path}: the version high-water file is unreadable ({exc}); "
-                                "repair or remove it deliberately, knowing that removing it allows rollbacks") from None
+            raise RollbackError(
+                f"{self.path}: the version high-water file is unreadable ({exc}); "
+                "repair or remove it deliberately, knowing that removing it allows rollbacks"
+            ) from None
         return data if isinstance(data, dict) else {}
 
     @staticmethod
@@ -147,19 +165,30 @@ class HighWater:
         if not mark:
             return
         if _version_key(version) < _version_key(mark["version"]):
-            raise RollbackError(f"{library} {version} is older than {mark['version']}, already accepted with these keys; "
-                                "refused as a rollback (allow_rollback to accept it on purpose)")
+            raise RollbackError(
+                f"{library} {version} is older than {mark['version']}, already accepted with these keys; "
+                "refused as a rollback (allow_rollback to accept it on purpose)"
+            )
         if version == mark["version"] and digest != mark["manifest_sha256"]:
-            raise RollbackError(f"{library} {version} was already accepted with other contents; "
-                                "one version must always be the same bundle")
+            raise RollbackError(
+                f"{library} {version} was already accepted with other contents; "
+                "one version must always be the same bundle"
+            )
 
-    def accept(self, library: str, keys: Sequence[PublicKey], version: str, digest: str, source: str) -> None:
+    def accept(
+        self, library: str, keys: Sequence[PublicKey], version: str, digest: str, source: str
+    ) -> None:
         data = self._load()
         key = self._key(library, keys)
         mark = data.get(key)
         if mark and _version_key(version) < _version_key(mark["version"]):
             return  # an allowed rollback does not lower the mark
-        data[key] = {"version": version, "manifest_sha256": digest, "source": source, "accepted_at": utc_time(time.time())}
+        data[key] = {
+            "version": version,
+            "manifest_sha256": digest,
+            "source": source,
+            "accepted_at": utc_time(time.time()),
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -170,7 +199,9 @@ def _version_key(version: str) -> tuple[Any, ...]:
     """Semantic-version precedence (a pre-release before its release)."""
     core, _, pre = version.partition("+")[0].partition("-")
     numbers = tuple(int(p) if p.isdigit() else 0 for p in core.split("."))
-    extra = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
+    extra = (
+        tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
+    )
     return (*numbers, 0 if pre else 1, extra)
 
 
@@ -180,24 +211,32 @@ def _download(url: str, limit: int, deadline: float, name: str) -> bytes:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise DownloadError(f"{name}: the fetch ran out of time before this file")
-    request = urllib.request.Request(url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "identity"})
+    request = urllib.request.Request(
+        url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "identity"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=min(remaining, STALL_SECONDS)) as response:
             declared = response.headers.get("Content-Length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise DownloadError(f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}")
+                raise DownloadError(
+                    f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
+                )
             parts: list[bytes] = []
             size = 0
             while True:
                 if time.monotonic() > deadline:
-                    raise DownloadError(f"{name}: too slow; the fetch's deadline passed after {size:,} bytes")
+                    raise DownloadError(
+                        f"{name}: too slow; the fetch's deadline passed after {size:,} bytes"
+                    )
                 chunk = response.read1(min(_CHUNK, limit + 1 - size))
                 if not chunk:
                     break
                 size += len(chunk)
                 parts.append(chunk)
                 if size > limit:
-                    raise DownloadError(f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned")
+                    raise DownloadError(
+                        f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
+                    )
     except DownloadError:
         raise
     except urllib.error.HTTPError as exc:
@@ -210,10 +249,14 @@ def _download(url: str, limit: int, deadline: float, name: str) -> bytes:
 
 def _check(name: str, data: bytes, entry: FileEntry) -> None:
     if len(data) != entry.bytes:
-        raise HashMismatchError(f"{name}: downloaded {len(data):,} bytes, the manifest lists {entry.bytes:,}")
+        raise HashMismatchError(
+            f"{name}: downloaded {len(data):,} bytes, the manifest lists {entry.bytes:,}"
+        )
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.sha256:
-        raise HashMismatchError(f"{name}: downloaded sha256 {digest}, the manifest lists {entry.sha256}")
+        raise HashMismatchError(
+            f"{name}: downloaded sha256 {digest}, the manifest lists {entry.sha256}"
+        )
 
 
 def _cached(objects: Path, entry: FileEntry) -> bool:

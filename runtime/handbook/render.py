@@ -32,9 +32,15 @@ def _error(answer: dict[str, Any]) -> bool:
     err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
     for key in ("suggestions", "available_ids"):
         if answer.get(key):
-            err.print(f"{key.replace('_', ' ')}: {', '.join(answer[key])}", highlight=False, markup=False)
+            err.print(
+                f"{key.replace('_', ' ')}: {', '.join(answer[key])}", highlight=False, markup=False
+            )
     if answer.get("sections") and answer.get("found") is False:
-        err.print("sections: " + ", ".join(s["title"] for s in answer["sections"]), highlight=False, markup=False)
+        err.print(
+            "sections: " + ", ".join(s["title"] for s in answer["sections"]),
+            highlight=False,
+            markup=False,
+        )
     return True
 
 
@@ -59,7 +65,11 @@ def doc_list(answer: dict[str, Any]) -> None:
         table.add_row(doc["id"], doc.get("kind", ""), doc.get("verified", ""), doc.get("title", ""))
     if answer["docs"]:
         out.print(table)
-    out.print(f"{answer.get('returned', len(answer['docs']))} of {answer['count']} docs", style="dim", highlight=False)
+    out.print(
+        f"{answer.get('returned', len(answer['docs']))} of {answer['count']} docs",
+        style="dim",
+        highlight=False,
+    )
     _hint(out, answer)
 
 
@@ -75,7 +85,12 @@ def doc(answer: dict[str, Any]) -> None:
     section = answer.get("section")
     title = answer["title"] + (f"{SEP}{section['title']}" if section else "")
     out.print(Rule(title, align="left"))
-    facts = [answer["id"], meta.get("kind", ""), meta.get("verified", ""), f"revision {answer.get('revision', '')[:12]}"]
+    facts = [
+        answer["id"],
+        meta.get("kind", ""),
+        meta.get("verified", ""),
+        f"revision {answer.get('revision', '')[:12]}",
+    ]
     out.print(" · ".join(f for f in facts if f), style="dim", highlight=False, markup=False)
     out.print()
     out.print(Markdown(answer.get("content", "")))
@@ -92,10 +107,18 @@ def hits(answer: dict[str, Any]) -> None:
     out, _ = _consoles()
     for hit in answer["hits"]:
         where = hit["id"] + (f"#{hit['anchor']}" if hit.get("anchor") else "")
-        out.print(f"[bold]{_escape(hit['title'])}[/bold]" + (f"{SEP}{_escape(hit['section'])}" if hit.get("section") else "")
-                  + f"  [dim]{_escape(where)}  score {hit['score']}[/dim]", highlight=False)
+        out.print(
+            f"[bold]{_escape(hit['title'])}[/bold]"
+            + (f"{SEP}{_escape(hit['section'])}" if hit.get("section") else "")
+            + f"  [dim]{_escape(where)}  score {hit['score']}[/dim]",
+            highlight=False,
+        )
         out.print(f"  {hit.get('excerpt', '')}", highlight=False, markup=False)
-    out.print(f"{answer.get('returned', len(answer['hits']))} of {answer['count']} matching sections", style="dim", highlight=False)
+    out.print(
+        f"{answer.get('returned', len(answer['hits']))} of {answer['count']} matching sections",
+        style="dim",
+        highlight=False,
+    )
     _hint(out, answer)
 
 
@@ -114,15 +137,31 @@ def collected(answer: dict[str, Any]) -> None:
         return
     out, _ = _consoles()
     for item in answer["items"]:
-        part = "" if item.get("whole", True) else f" (sections: {', '.join(item.get('sections', []))})"
+        part = (
+            "" if item.get("whole", True) else f" (sections: {', '.join(item.get('sections', []))})"
+        )
         out.print(Rule(f"{item['title']}{part}", align="left"))
-        out.print(f"{item['ref']} · revision {item['revision'][:12]}", style="dim", highlight=False, markup=False)
+        out.print(
+            f"{item['ref']} · revision {item['revision'][:12]}",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
         out.print(Markdown(item["content"]))
     for omission in answer["omissions"]:
-        out.print(f"left out {omission.get('id')}: {omission['reason']}" + (f" ({omission['detail']})" if omission.get("detail") else ""),
-                  style="dim", highlight=False, markup=False)
-    out.print(f"{len(answer['items'])} docs, {answer['bytes_used']:,} of {answer['budget']:,} bytes"
-              + ("; nothing matched" if answer.get("no_match") else ""), style="dim", highlight=False)
+        out.print(
+            f"left out {omission.get('id')}: {omission['reason']}"
+            + (f" ({omission['detail']})" if omission.get("detail") else ""),
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
+    out.print(
+        f"{len(answer['items'])} docs, {answer['bytes_used']:,} of {answer['budget']:,} bytes"
+        + ("; nothing matched" if answer.get("no_match") else ""),
+        style="dim",
+        highlight=False,
+    )
 
 
 def answer(answer: dict[str, Any]) -> None:
@@ -136,4 +175,9 @@ def answer(answer: dict[str, Any]) -> None:
     out.print(answer["answer"], highlight=False, markup=False)
     for source in answer["sources"]:
         where = source["document_id"] + (f"#{source['anchor']}" if source.get("anchor") else "")
-        out.print(f"  source: {where} (version {source.get('version')})", style="dim", highlight=False, markup=False)
+        out.print(
+            f"  source: {where} (version {source.get('version')})",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )

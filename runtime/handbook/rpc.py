@@ -19,8 +19,11 @@ from typing import Any
 from .library import Library
 
 DEFAULT_TOPICS: Mapping[str, str] = {
-    "list": "knowledge.list", "get": "knowledge.get", "search": "knowledge.search",
-    "collect": "knowledge.collect", "ask": "knowledge.ask",
+    "list": "knowledge.list",
+    "get": "knowledge.get",
+    "search": "knowledge.search",
+    "collect": "knowledge.collect",
+    "ask": "knowledge.ask",
 }
 """Handler name -> topic. The handlers take the library methods' arguments:
 ``list(query=None, limit=20, **filters)``, ``get(doc_id, section=None, offset=0)``,
@@ -34,7 +37,13 @@ Report = Callable[[str], Any]
 
 def handlers(library: Library) -> dict[str, Callable[..., dict[str, Any]]]:
     """The handlers by name. They call the library's methods, which never raise."""
-    return {"list": library.list, "get": library.get, "search": library.search, "collect": library.collect, "ask": library.ask}
+    return {
+        "list": library.list,
+        "get": library.get,
+        "search": library.search,
+        "collect": library.collect,
+        "ask": library.ask,
+    }
 
 
 def register_tools(
@@ -80,8 +89,12 @@ def register_tools(
     return _finish(failed, pending, reports, fail)
 
 
-async def _finish(failed: list[str], pending: list[tuple[str, Awaitable[Any]]], reports: list[Awaitable[Any]],
-                  fail: Callable[[str, str], None]) -> list[str]:
+async def _finish(
+    failed: list[str],
+    pending: list[tuple[str, Awaitable[Any]]],
+    reports: list[Awaitable[Any]],
+    fail: Callable[[str, str], None],
+) -> list[str]:
     for topic, result in pending:
         try:
             await result

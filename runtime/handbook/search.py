@@ -87,27 +87,36 @@ def write(
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     if not post_score or max(post_score) <= 0xFFFF:
         post_score = array("H", post_score)
-    for name, strings in (("terms", terms), ("entry_title", entry_title), ("entry_anchor", entry_anchor),
-                          ("doc_id", doc_id), ("doc_title", doc_title)):
+    for name, strings in (
+        ("terms", terms),
+        ("entry_title", entry_title),
+        ("entry_anchor", entry_anchor),
+        ("doc_id", doc_id),
+        ("doc_title", doc_title),
+    ):
         blob, starts = _strings(strings)
         arrays[name] = ("B", blob)
         arrays[f"{name}_offsets"] = ("I", starts)
-    arrays.update({
-        "term_lunr_index": ("I", lunr_index),
-        "postings": ("I", offsets),
-        "post_entry": ("I", post_entry),
-        "post_score": (post_score.typecode, post_score),
-        "entry_doc": ("I", array("I", entry_doc)),
-        "entry_start": ("I", array("I", [a for a, _ in entry_range])),
-        "entry_end": ("I", array("I", [b for _, b in entry_range])),
-        "doc_content": ("B", b"".join(doc_content)),
-    })
+    arrays.update(
+        {
+            "term_lunr_index": ("I", lunr_index),
+            "postings": ("I", offsets),
+            "post_entry": ("I", post_entry),
+            "post_score": (post_score.typecode, post_score),
+            "entry_doc": ("I", array("I", entry_doc)),
+            "entry_start": ("I", array("I", [a for a, _ in entry_range])),
+            "entry_end": ("I", array("I", [b for _, b in entry_range])),
+            "doc_content": ("B", b"".join(doc_content)),
+        }
+    )
     layout, position = {}, 0
     for name, (typecode, data) in arrays.items():
         size = len(data) * (data.itemsize if isinstance(data, array) else 1)
         layout[name] = [position, len(data), typecode]
         position += size + (-size % 8)
-    header = json.dumps({"fields": list(FIELDS), "arrays": layout}, sort_keys=True, separators=(",", ":")).encode()
+    header = json.dumps(
+        {"fields": list(FIELDS), "arrays": layout}, sort_keys=True, separators=(",", ":")
+    ).encode()
     header += b" " * (-(len(MAGIC) + 8 + len(header)) % 8)
     yield MAGIC + VERSION.to_bytes(4, "little") + len(header).to_bytes(4, "little") + header
     for _, data in arrays.values():
@@ -168,7 +177,15 @@ class SearchIndex:
             raise FormatError(f"{SEARCH}: not a version {VERSION} search file")
         try:
             self._load(data)
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
+        except (
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            IndexError,
+            OverflowError,
+            RecursionError,
+        ) as exc:
             raise FormatError(f"{SEARCH}: malformed ({type(exc).__name__}: {exc})") from None
 
     def _load(self, data: bytes) -> None:
@@ -192,12 +209,22 @@ class SearchIndex:
             raise TypeError("fields must be names")
         self.term_table = self.strings("terms")
         a = self._arrays
-        self.postings, self.post_entry, self.post_score = a["postings"], a["post_entry"], a["post_score"]
+        self.postings, self.post_entry, self.post_score = (
+            a["postings"],
+            a["post_entry"],
+            a["post_score"],
+        )
         self.term_lunr_index = a["term_lunr_index"]
-        self.entry_doc, self.entry_start, self.entry_end = a["entry_doc"], a["entry_start"], a["entry_end"]
+        self.entry_doc, self.entry_start, self.entry_end = (
+            a["entry_doc"],
+            a["entry_start"],
+            a["entry_end"],
+        )
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
-        if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(self.post_entry) != len(self.post_score):
+        if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(
+            self.post_entry
+        ) != len(self.post_score):
             raise ValueError("array sizes do not agree")
 
     def strings(self, name: str) -> Strings:
@@ -210,7 +237,10 @@ class SearchIndex:
         if self._terms is None:
             table = self.term_table
             blob = bytes(table.blob)
-            self._terms = [blob[table.offsets[i] : table.offsets[i + 1]].decode("utf-8") for i in range(len(table))]
+            self._terms = [
+                blob[table.offsets[i] : table.offsets[i + 1]].decode("utf-8")
+                for i in range(len(table))
+            ]
         return self._terms
 
     @property
@@ -225,11 +255,17 @@ class SearchIndex:
     def expand(self, clause: Clause) -> list[int]:
         """Term numbers a clause matches: exact, wildcard or within its edit distance."""
         if clause.edit_distance:
-            return list(itertools.islice(_fuzzy(self.terms, clause.term, clause.edit_distance), MAX_EXPANSIONS))
+            return list(
+                itertools.islice(
+                    _fuzzy(self.terms, clause.term, clause.edit_distance), MAX_EXPANSIONS
+                )
+            )
         if clause.wildcard:
             terms = self.terms
             prefix = clause.term.split("*", 1)[0]
-            pattern = re.compile(".*".join(map(re.escape, clause.term.split("*"))) + r"\Z", re.DOTALL)
+            pattern = re.compile(
+                ".*".join(map(re.escape, clause.term.split("*"))) + r"\Z", re.DOTALL
+            )
             lo = bisect.bisect_left(terms, prefix)
             hi = bisect.bisect_left(terms, prefix + "\U0010ffff")
             return [i for i in range(lo, hi) if pattern.match(terms[i])][:MAX_EXPANSIONS]
@@ -243,7 +279,9 @@ class SearchIndex:
         scores, words, _ = self._score(clauses)
         return scores, words
 
-    def _score(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str], list[tuple[int, int]]]:
+    def _score(
+        self, clauses: Sequence[Clause]
+    ) -> tuple[dict[int, float], frozenset[str], list[tuple[int, int]]]:
         """Scores, expanded words, and the (term, field) postings in the order lunr walks
         them (clause, expanded term, field), which decides lunr's order among equal scores."""
         encounter: dict[tuple[int, int], None] = {}
@@ -273,7 +311,9 @@ class SearchIndex:
                 continue
             magnitude = math.sqrt(sum(v * v for v in vector.values()))
             dots: dict[int, float] = {}
-            for term in sorted(vector, key=self.term_lunr_index.__getitem__):  # lunr's summation order
+            for term in sorted(
+                vector, key=self.term_lunr_index.__getitem__
+            ):  # lunr's summation order
                 start, stop = postings[term * nfields + f], postings[term * nfields + f + 1]
                 # weight * (score / 1000), computed in C; x * 1.0 and x / 1.0 are exactly x
                 values: Iterable[float] = map(_THOUSAND.__rtruediv__, post_score[start:stop])
@@ -281,7 +321,9 @@ class SearchIndex:
                     values = map(float(vector[term]).__mul__, values)
                 _accumulate(dots, post_entry[start:stop], values)
             if magnitude != 1.0:
-                dots = dict(zip(dots.keys(), map(magnitude.__rtruediv__, dots.values()), strict=True))  # dot / magnitude
+                dots = dict(
+                    zip(dots.keys(), map(magnitude.__rtruediv__, dots.values()), strict=True)
+                )  # dot / magnitude
             _accumulate(scores, dots.keys(), dots.values())
         if required:
             keep = set(scores).intersection(*required)
@@ -290,7 +332,12 @@ class SearchIndex:
             del scores[entry]
         return scores, frozenset(words), list(encounter)
 
-    def search(self, clauses: Sequence[Clause], limit: int | None = None, docs: Container[int] | None = None) -> tuple[int, list[Hit]]:
+    def search(
+        self,
+        clauses: Sequence[Clause],
+        limit: int | None = None,
+        docs: Container[int] | None = None,
+    ) -> tuple[int, list[Hit]]:
         """(how many entries match, the best `limit` of them) in lunr's order: score
         descending; equal scores in the order lunr first meets the entries. With `docs`,
         only entries of those docs (catalog positions) count."""
@@ -309,7 +356,9 @@ class SearchIndex:
         best = sorted(chosen, key=lambda e: (-scores[e], order.get(e, (0, e))))[:limit]
         return len(scores), [Hit(e, scores[e], words) for e in best]
 
-    def _first_met(self, encounter: list[tuple[int, int]], entries: set[int]) -> dict[int, tuple[int, int]]:
+    def _first_met(
+        self, encounter: list[tuple[int, int]], entries: set[int]
+    ) -> dict[int, tuple[int, int]]:
         """For each entry, (position in `encounter` of the first posting holding it, the
         entry): lunr's insertion order, by bisection in the entry-ordered postings."""
         nfields = len(self.fields)
@@ -332,7 +381,10 @@ class SearchIndex:
         out: set[int] = set()
         for term in terms:
             for f in fields:
-                start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
+                start, stop = (
+                    self.postings[term * nfields + f],
+                    self.postings[term * nfields + f + 1],
+                )
                 out.update(self.post_entry[start:stop])
         return out
 
@@ -360,7 +412,9 @@ def _fuzzy(terms: list[str], word: str, distance: int) -> Iterator[int]:
     the same for a 4-letter word and a 50-letter one."""
     n = len(word)
     cap = distance + 1
-    rows: list[list[int]] = [[min(j, cap) for j in range(n + 1)]]  # rows[k]: distances after k chars of the term
+    rows: list[list[int]] = [
+        [min(j, cap) for j in range(n + 1)]
+    ]  # rows[k]: distances after k chars of the term
     previous = ""
     i = 0
     while i < len(terms):

@@ -98,7 +98,9 @@ class PublicKey(NamedTuple):
         if int.from_bytes(cleared, "little") >= _P:
             raise KeyFormatError("public key is not a canonical encoding (y >= p)")
         if cleared in _LOW_ORDER:
-            raise KeyFormatError("public key is a low-order point; it would accept forged signatures")
+            raise KeyFormatError(
+                "public key is a low-order point; it would accept forged signatures"
+            )
         return cls(raw)
 
     @property
@@ -138,7 +140,9 @@ def generate_private_key() -> tuple[bytes, PublicKey]:
     from cryptography.hazmat.primitives import serialization
 
     private = Ed25519PrivateKey.generate()
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return pem, public_key_of(private)
 
 
@@ -161,7 +165,10 @@ def public_key_of(private: Ed25519PrivateKey) -> PublicKey:
 
 def sign(private: Ed25519PrivateKey, tag: str, payload: Any) -> dict[str, str]:
     """A signature entry ``{"keyid", "sig"}`` over the payload under `tag`."""
-    return {"keyid": public_key_of(private).keyid, "sig": b64encode(private.sign(signing_input(tag, payload)))}
+    return {
+        "keyid": public_key_of(private).keyid,
+        "sig": b64encode(private.sign(signing_input(tag, payload))),
+    }
 
 
 # -- verification ----------------------------------------------------------------------------
@@ -200,9 +207,13 @@ def verify(
             seen_sigs.add(sig)
     if len(good) < threshold:
         if not signatures:
-            raise SignatureError("the bundle is unsigned; sign it (handbook build --key) or allow unsigned bundles")
+            raise SignatureError(
+                "the bundle is unsigned; sign it (handbook build --key) or allow unsigned bundles"
+            )
         if not by_id:
-            raise SignatureError("no trusted keys were given; pass --key ed25519:… or set HANDBOOK_TRUSTED_KEYS")
+            raise SignatureError(
+                "no trusted keys were given; pass --key ed25519:… or set HANDBOOK_TRUSTED_KEYS"
+            )
         signed_by = ", ".join(e["keyid"][:16] for e in signatures)
         raise SignatureError(
             f"{len(good)} valid signature(s) by trusted keys, {threshold} required "

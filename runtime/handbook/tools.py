@@ -14,7 +14,13 @@ from typing import Any
 from .catalog import Catalog
 
 MAX_ENUM = 50
-TOOL_NAMES = ("knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask")
+TOOL_NAMES = (
+    "knowledge_list",
+    "knowledge_get",
+    "knowledge_search",
+    "knowledge_collect",
+    "knowledge_ask",
+)
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 _NULLABLE_INT = {"type": ["integer", "null"], "minimum": 1, "maximum": 100}
@@ -22,7 +28,12 @@ _NULLABLE_INT = {"type": ["integer", "null"], "minimum": 1, "maximum": 100}
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
     """An input schema in OpenAI strict mode's shape."""
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def _filter_property(name: str, info: dict[str, Any]) -> dict[str, Any]:
@@ -30,9 +41,11 @@ def _filter_property(name: str, info: dict[str, Any]) -> dict[str, Any]:
     prop: dict[str, Any] = dict(_NULLABLE_STRING)
     if values and len(values) <= MAX_ENUM:
         prop["enum"] = [*values, "any", None]
-        prop["description"] = f"Only docs whose {name} is this value ({', '.join(values)}). null or \"any\": no filter."
+        prop["description"] = (
+            f'Only docs whose {name} is this value ({", ".join(values)}). null or "any": no filter.'
+        )
     else:
-        prop["description"] = f"Only docs whose {name} is this value. null or \"any\": no filter."
+        prop["description"] = f'Only docs whose {name} is this value. null or "any": no filter.'
     return prop
 
 
@@ -59,10 +72,19 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
     annotations) for this library."""
     lib = catalog.library
     title = lib.title or lib.name
-    kinds = ", ".join(lib.vocab.get("kind", ())) or ", ".join(sorted({d.kind for d in catalog.docs}))
-    filters = {name: info for name, info in sorted(lib.filters.items()) if name not in ("query", "limit")}
+    kinds = ", ".join(lib.vocab.get("kind", ())) or ", ".join(
+        sorted({d.kind for d in catalog.docs})
+    )
+    filters = {
+        name: info for name, info in sorted(lib.filters.items()) if name not in ("query", "limit")
+    }
     filter_props = {name: _filter_property(name, info) for name, info in filters.items()}
-    read_only = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    read_only = {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
     return [
         {
             "name": "knowledge_list",
@@ -77,13 +99,23 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
             ),
             "inputSchema": _object(
                 {
-                    "query": {**_NULLABLE_STRING, "description": "Free-text query; null lists everything (filtered)."},
-                    "limit": {**_NULLABLE_INT, "description": "Most entries to return (default 20)."},
+                    "query": {
+                        **_NULLABLE_STRING,
+                        "description": "Free-text query; null lists everything (filtered).",
+                    },
+                    "limit": {
+                        **_NULLABLE_INT,
+                        "description": "Most entries to return (default 20).",
+                    },
                     **filter_props,
                 }
             ),
             "outputSchema": _result(
-                {"count": {"type": "integer"}, "docs": {"type": "array", "items": _DOC_SUMMARY}, "hint": {"type": "string"}},
+                {
+                    "count": {"type": "integer"},
+                    "docs": {"type": "array", "items": _DOC_SUMMARY},
+                    "hint": {"type": "string"},
+                },
                 ["count", "docs"],
             ),
             "annotations": read_only,
@@ -99,8 +131,14 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
             ),
             "inputSchema": _object(
                 {
-                    "doc_id": {"type": "string", "description": "A doc id, e.g. from knowledge_list."},
-                    "section": {**_NULLABLE_STRING, "description": "A section title or anchor; null for the whole doc."},
+                    "doc_id": {
+                        "type": "string",
+                        "description": "A doc id, e.g. from knowledge_list.",
+                    },
+                    "section": {
+                        **_NULLABLE_STRING,
+                        "description": "A section title or anchor; null for the whole doc.",
+                    },
                 }
             ),
             "outputSchema": _result(
@@ -168,25 +206,60 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
             ),
             "inputSchema": _object(
                 {
-                    "query": {**_NULLABLE_STRING, "description": "Free-text query that selects and ranks docs; null for none."},
-                    "ids": {"type": ["array", "null"], "items": {"type": "string"}, "maxItems": 100,
-                            "description": "Doc ids (or library:id refs) to read, in this order; null to select by query and filters."},
-                    "revisions": {"type": ["array", "null"], "description": "Exact revisions required, per doc; a changed doc is omitted.",
-                                  "items": _object({"id": {"type": "string"}, "revision": {"type": "string"}})},
+                    "query": {
+                        **_NULLABLE_STRING,
+                        "description": "Free-text query that selects and ranks docs; null for none.",
+                    },
+                    "ids": {
+                        "type": ["array", "null"],
+                        "items": {"type": "string"},
+                        "maxItems": 100,
+                        "description": "Doc ids (or library:id refs) to read, in this order; null to select by query and filters.",
+                    },
+                    "revisions": {
+                        "type": ["array", "null"],
+                        "description": "Exact revisions required, per doc; a changed doc is omitted.",
+                        "items": _object(
+                            {"id": {"type": "string"}, "revision": {"type": "string"}}
+                        ),
+                    },
                     "limit": {**_NULLABLE_INT, "description": "Most docs to return (default 10)."},
-                    "max_bytes": {"type": ["integer", "null"], "minimum": 1, "maximum": 1_000_000,
-                                  "description": "Budget for the returned content in UTF-8 bytes (default 32000)."},
+                    "max_bytes": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "maximum": 1_000_000,
+                        "description": "Budget for the returned content in UTF-8 bytes (default 32000).",
+                    },
                     **filter_props,
                 }
             ),
             "outputSchema": _result(
                 {
-                    "items": {"type": "array", "items": _result(
-                        {"ref": {"type": "string"}, "id": {"type": "string"}, "revision": {"type": "string"},
-                         "title": {"type": "string"}, "content": {"type": "string"}, "whole": {"type": "boolean"}},
-                        ["ref", "id", "revision", "title", "content"])},
-                    "omissions": {"type": "array", "items": _result(
-                        {"id": {"type": ["string", "null"]}, "reason": {"type": "string"}, "detail": {"type": "string"}}, ["reason"])},
+                    "items": {
+                        "type": "array",
+                        "items": _result(
+                            {
+                                "ref": {"type": "string"},
+                                "id": {"type": "string"},
+                                "revision": {"type": "string"},
+                                "title": {"type": "string"},
+                                "content": {"type": "string"},
+                                "whole": {"type": "boolean"},
+                            },
+                            ["ref", "id", "revision", "title", "content"],
+                        ),
+                    },
+                    "omissions": {
+                        "type": "array",
+                        "items": _result(
+                            {
+                                "id": {"type": ["string", "null"]},
+                                "reason": {"type": "string"},
+                                "detail": {"type": "string"},
+                            },
+                            ["reason"],
+                        ),
+                    },
                     "no_match": {"type": "boolean"},
                     "bytes_used": {"type": "integer"},
                     "budget": {"type": ["integer", "null"]},
@@ -207,17 +280,34 @@ def definitions(catalog: Catalog) -> list[dict[str, Any]]:
             "inputSchema": _object(
                 {
                     "question": {"type": "string", "description": "The question, in words."},
-                    "limit": {"type": ["integer", "null"], "minimum": 1, "maximum": 10, "description": "Most passages to quote (default 3)."},
+                    "limit": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "maximum": 10,
+                        "description": "Most passages to quote (default 3).",
+                    },
                 }
             ),
             "outputSchema": _result(
                 {
                     "answer": {"type": "string"},
-                    "evidence_state": {"type": "string", "enum": ["grounded", "insufficient", "unavailable"]},
-                    "sources": {"type": "array", "items": _result(
-                        {"document_id": {"type": "string"}, "title": {"type": "string"}, "version": {"type": ["string", "null"]},
-                         "section": {"type": ["string", "null"]}, "excerpt": {"type": "string"}},
-                        ["document_id", "title", "excerpt"])},
+                    "evidence_state": {
+                        "type": "string",
+                        "enum": ["grounded", "insufficient", "unavailable"],
+                    },
+                    "sources": {
+                        "type": "array",
+                        "items": _result(
+                            {
+                                "document_id": {"type": "string"},
+                                "title": {"type": "string"},
+                                "version": {"type": ["string", "null"]},
+                                "section": {"type": ["string", "null"]},
+                                "excerpt": {"type": "string"},
+                            },
+                            ["document_id", "title", "excerpt"],
+                        ),
+                    },
                     "library": {"type": ["string", "null"]},
                     "version": {"type": ["string", "null"]},
                     "correlation_id": {"type": "string"},
@@ -237,14 +327,25 @@ FORMATS = ("mcp", "openai", "anthropic", "yaml")
 def for_openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat Completions function tools, strict mode (the input schemas are built for it)."""
     return [
-        {"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["inputSchema"], "strict": True}}
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t["description"],
+                "parameters": t["inputSchema"],
+                "strict": True,
+            },
+        }
         for t in tools
     ]
 
 
 def for_anthropic(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Anthropic Messages API tools."""
-    return [{"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]} for t in tools]
+    return [
+        {"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]}
+        for t in tools
+    ]
 
 
 def convert(tools: list[dict[str, Any]], fmt: str) -> Any:

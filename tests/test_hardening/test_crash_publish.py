@@ -65,7 +65,11 @@ def write_sources(root: Path, version: str) -> Path:
     assert "version: 1.0.0" in text
     config.write_text(text.replace("version: 1.0.0", f"version: {version}"), encoding="utf-8")
     doc = root / "docs" / "protocols" / "modbus.md"
-    doc.write_text(doc.read_text(encoding="utf-8") + f"\n## Edition\n\nThis is the {VERSIONS[version]} edition.\n", encoding="utf-8")
+    doc.write_text(
+        doc.read_text(encoding="utf-8")
+        + f"\n## Edition\n\nThis is the {VERSIONS[version]} edition.\n",
+        encoding="utf-8",
+    )
     return config
 
 
@@ -74,7 +78,11 @@ def all_sources(root: Path) -> dict[str, Path]:
 
 
 def child_env(epoch: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SOURCE_DATE_EPOCH", "HANDBOOK_SIGNING_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SOURCE_DATE_EPOCH", "HANDBOOK_SIGNING_KEY")
+    }
     env["HANDBOOK_SIGNING_KEY"] = KEY_PEM.decode()
     env["SOURCE_DATE_EPOCH"] = str(epoch)
     return env
@@ -84,10 +92,14 @@ def build_args(config: Path, out: Path) -> list[str]:
     return ["build", "--config", str(config), "--out", str(out)]
 
 
-def run_build(config: Path, out: Path, epoch: int, harness: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_build(
+    config: Path, out: Path, epoch: int, harness: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """A build run to its end (or to the harness's self-kill)."""
     command = [*(harness or [HANDBOOK]), *build_args(config, out)]
-    return subprocess.run(command, env=child_env(epoch), capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        command, env=child_env(epoch), capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def versions_of(out: Path) -> Path:
@@ -109,8 +121,12 @@ class Snapshot:
         names = set(os.listdir(versions)) if versions.is_dir() else set()
         links = {n for n in os.listdir(out.parent) if n.startswith(f".{out.name}.link-")}
         target = Path(os.readlink(out)).name if out.is_symlink() else None
-        return cls(target, frozenset(n for n in names if not n.startswith(".")),
-                   frozenset(n for n in names if n.startswith(".tmp-")), frozenset(links))
+        return cls(
+            target,
+            frozenset(n for n in names if not n.startswith(".")),
+            frozenset(n for n in names if n.startswith(".tmp-")),
+            frozenset(links),
+        )
 
     @property
     def leftovers(self) -> list[str]:
@@ -139,7 +155,11 @@ def published(out: Path) -> tuple[str | None, str | None, str | None]:
         return name, None, f"{out} -> {name} does not verify: {type(exc).__name__}: {exc}"
     marker = VERSIONS.get(version)
     if marker is None or f"the {marker} edition" not in text:
-        return name, version, f"{out} -> {name}: version {version} with the content of another version"
+        return (
+            name,
+            version,
+            f"{out} -> {name}: version {version} with the content of another version",
+        )
     return name, version, None
 
 
@@ -213,8 +233,12 @@ def calibrate(work: Path, config: Path, builds: int = 3) -> tuple[float, float]:
         before = Snapshot.take(out)
         started = time.perf_counter()
         staged = None
-        with subprocess.Popen([HANDBOOK, *build_args(config, out)], env=child_env(EPOCH - 90 + n),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
+        with subprocess.Popen(
+            [HANDBOOK, *build_args(config, out)],
+            env=child_env(EPOCH - 90 + n),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        ) as child:
             while child.poll() is None:
                 if staged is None:
                     now = Snapshot.take(out)
@@ -239,8 +263,9 @@ def classify(before: Snapshot, after: Snapshot) -> str:
     return "before staging"
 
 
-def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
-                   log: Callable[[str], None] | None = None) -> CrashFigures:
+def crash_campaign(
+    work: Path, runs: int, seed: int, clean_every: int = 5, log: Callable[[str], None] | None = None
+) -> CrashFigures:
     """`runs` builds, alternating two versions of the sources, each SIGKILLed after a
     seeded random delay in [0, typical build time] (half of them drawn from the part of
     the build where it writes and publishes); after every `clean_every` runs, and at the
@@ -270,8 +295,10 @@ def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
             if name is None or got != version:
                 problem = f"a completed build of {version} left {out} -> {name} ({got})"
             elif after.leftovers or after.folders != {name, before.target} - {None}:
-                problem = (f"a completed build left leftovers {after.leftovers} or versions "
-                           f"{sorted(after.folders)} (expected {sorted({name, before.target} - {None})})")
+                problem = (
+                    f"a completed build left leftovers {after.leftovers} or versions "
+                    f"{sorted(after.folders)} (expected {sorted({name, before.target} - {None})})"
+                )
         if problem is None:
             figures.complete += 1
             figures.absent += name is None
@@ -295,7 +322,9 @@ def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
         result = run_build(sources[version], out, EPOCH + 1_000_000 + n)
         if result.returncode != 0:
             figures.completed += 1
-            figures.violations.append(f"clean-up build {n} ({version}) failed: {result.stderr.strip()[-500:]}")
+            figures.violations.append(
+                f"clean-up build {n} ({version}) failed: {result.stderr.strip()[-500:]}"
+            )
             return
         completed(before, version, f"clean-up build {n}")
 
@@ -304,8 +333,13 @@ def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
         delay = rng.uniform(0.0, total) if rng.random() < 0.5 else rng.uniform(staging * 0.9, total)
         before = Snapshot.take(out)
         launched = time.perf_counter()
-        with subprocess.Popen([HANDBOOK, *build_args(sources[version], out)], env=child_env(EPOCH + n),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        with subprocess.Popen(
+            [HANDBOOK, *build_args(sources[version], out)],
+            env=child_env(EPOCH + n),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as child:
             time.sleep(max(0.0, launched + delay - time.perf_counter()))
             killed = child.poll() is None
             if killed:
@@ -313,7 +347,9 @@ def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
             _, stderr = child.communicate()
         figures.runs += 1
         if child.returncode not in (0, -signal.SIGKILL):
-            figures.violations.append(f"run {n} ({version}) exited {child.returncode}: {stderr.strip()[-500:]}")
+            figures.violations.append(
+                f"run {n} ({version}) exited {child.returncode}: {stderr.strip()[-500:]}"
+            )
             continue
         if child.returncode == 0:  # the kill came after the end: a completed build
             after = completed(before, version, f"run {n} ({version}, finished in {delay:.3f} s)")
@@ -323,14 +359,23 @@ def crash_campaign(work: Path, runs: int, seed: int, clean_every: int = 5,
             figures.stages[classify(before, after)] += 1
             # new temporary folders and links, and version folders beyond the served one
             # and the one before it (a new folder not swapped in, an old one not pruned)
-            extra = after.folders - {after.target, before.target} if len(after.folders) > 2 else set()
-            left = (after.tmp - before.tmp) | (after.links - before.links) | (after.folders - before.folders - {after.target}) | extra
+            extra = (
+                after.folders - {after.target, before.target} if len(after.folders) > 2 else set()
+            )
+            left = (
+                (after.tmp - before.tmp)
+                | (after.links - before.links)
+                | (after.folders - before.folders - {after.target})
+                | extra
+            )
             if left:
                 figures.leftovers_left += 1
                 pending[n] = set(left)
         if log is not None:
-            log(f"run {n}: {version} {'killed' if child.returncode else 'finished'} at {delay:.3f} s -> "
-                f"{after.target} ({len(after.folders)} versions, {len(after.leftovers)} leftovers)")
+            log(
+                f"run {n}: {version} {'killed' if child.returncode else 'finished'} at {delay:.3f} s -> "
+                f"{after.target} ({len(after.folders)} versions, {len(after.leftovers)} leftovers)"
+            )
         if (n + 1) % clean_every == 0 and n + 1 < runs:
             complete_build(n, order[(n + 1) % 2])
     complete_build(runs, order[runs % 2])
@@ -448,7 +493,9 @@ def two_published(tmp_path_factory: pytest.TempPathFactory, sources: dict[str, P
 
 
 @pytest.mark.parametrize("point", list(POINTS))
-def test_a_kill_at_each_publish_step(tmp_path: Path, sources: dict[str, Path], two_published: Path, point: str) -> None:
+def test_a_kill_at_each_publish_step(
+    tmp_path: Path, sources: dict[str, Path], two_published: Path, point: str
+) -> None:
     """Two versions published, then a third build killed at `point`: the location serves
     the previous or the new version as the step implies, whole; the leftover is the one
     the step implies; the next completed build removes it."""
@@ -459,7 +506,9 @@ def test_a_kill_at_each_publish_step(tmp_path: Path, sources: dict[str, Path], t
     assert published(out)[1:] == ("2.0.0", None)
     assert len(before.folders) == 2 and before.target is not None
 
-    result = run_build(sources["3.0.0"], out, EPOCH + 2, harness=[sys.executable, "-c", HARNESS, point])
+    result = run_build(
+        sources["3.0.0"], out, EPOCH + 2, harness=[sys.executable, "-c", HARNESS, point]
+    )
     assert result.returncode == -signal.SIGKILL, result.stderr
     name, version, problem = published(out)
     assert problem is None, problem
@@ -489,10 +538,14 @@ def test_a_kill_at_each_publish_step(tmp_path: Path, sources: dict[str, Path], t
     assert problem is None and version == "1.0.0"
     clean = Snapshot.take(out)
     assert not clean.leftovers
-    assert clean.folders == {final, name}, "only the new version and the one served before it are kept"
+    assert clean.folders == {final, name}, (
+        "only the new version and the one served before it are kept"
+    )
 
 
-def test_a_reproducible_rebuild_after_a_kill_in_prune_publishes_a_whole_bundle(tmp_path: Path, sources: dict[str, Path]) -> None:
+def test_a_reproducible_rebuild_after_a_kill_in_prune_publishes_a_whole_bundle(
+    tmp_path: Path, sources: dict[str, Path]
+) -> None:
     """With one SOURCE_DATE_EPOCH (reproducible builds), versions A, B, C are built; C's
     build is killed while it prunes A's folder. Rebuilding A gives A's manifest byte for
     byte, so its folder name already exists: the half-removed folder must not be
@@ -502,7 +555,9 @@ def test_a_reproducible_rebuild_after_a_kill_in_prune_publishes_a_whole_bundle(t
     assert run_build(sources["1.0.0"], out, epoch).returncode == 0
     first = Snapshot.take(out).target
     assert run_build(sources["2.0.0"], out, epoch).returncode == 0
-    result = run_build(sources["3.0.0"], out, epoch, harness=[sys.executable, "-c", HARNESS, "mid-prune"])
+    result = run_build(
+        sources["3.0.0"], out, epoch, harness=[sys.executable, "-c", HARNESS, "mid-prune"]
+    )
     assert result.returncode == -signal.SIGKILL, result.stderr
     assert published(out)[1] == "3.0.0"
     assert first in Snapshot.take(out).folders  # A's folder, partly removed

@@ -69,7 +69,11 @@ FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,  # timing is the harness's hang bound, measured on the call alone
     database=None,  # nothing written into the checkout
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 PUBLIC = str(public_key_of(KEY))
@@ -111,14 +115,19 @@ def test_fuzz_volume_and_worst_cases(capsys: pytest.CaptureFixture[str]) -> None
     """What the harnesses above ran: examples, outcomes, worst time and traced memory."""
     if not TALLY:
         pytest.skip("run together with test_fuzz_target")
-    rows = ["", f"fuzz harnesses, {EXAMPLES} examples each (HANDBOOK_FUZZ_EXAMPLES)",
-            f"{'target':<20} {'examples':>8} {'accepted':>8} {'refused':>8} {'known bug':>9} {'worst ms':>9} {'traced':>6} {'worst traced MB':>15}"]
+    rows = [
+        "",
+        f"fuzz harnesses, {EXAMPLES} examples each (HANDBOOK_FUZZ_EXAMPLES)",
+        f"{'target':<20} {'examples':>8} {'accepted':>8} {'refused':>8} {'known bug':>9} {'worst ms':>9} {'traced':>6} {'worst traced MB':>15}",
+    ]
     for name in fuzz.TARGET_NAMES:
         tally = TALLY.get(name, Counter())
         examples = sum(tally.values())
         known = sum(n for k, n in tally.items() if k.startswith("known:"))
-        rows.append(f"{name:<20} {examples:>8} {tally['accepted']:>8} {tally['refused']:>8} {known:>9} "
-                    f"{WORST[name]['seconds'] * 1000:>9.1f} {TRACED[name]:>6} {WORST[name]['peak'] / 2**20:>15.2f}")
+        rows.append(
+            f"{name:<20} {examples:>8} {tally['accepted']:>8} {tally['refused']:>8} {known:>9} "
+            f"{WORST[name]['seconds'] * 1000:>9.1f} {TRACED[name]:>6} {WORST[name]['peak'] / 2**20:>15.2f}"
+        )
     for bug in fuzz.KNOWN_BUGS:
         hits = sum(t[f"known:{bug.id}"] for t in TALLY.values())
         rows.append(f"known bug {bug.id}: {hits} hits ({'reproduces' if bug.active else 'fixed'})")
@@ -215,10 +224,15 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The plant-floor example built signed (test key) and unsigned; copy before changing."""
     root = tmp_path_factory.mktemp("regressions")
     config = load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml")
-    return {"signed": build(config, root / "signed", KEY).bundle.path, "unsigned": build(config, root / "unsigned", None).bundle.path}
+    return {
+        "signed": build(config, root / "signed", KEY).bundle.path,
+        "unsigned": build(config, root / "unsigned", None).bundle.path,
+    }
 
 
-def _with_file(bundles: dict[str, Path], tmp_path: Path, variant: str, name: str, data: bytes) -> Path:
+def _with_file(
+    bundles: dict[str, Path], tmp_path: Path, variant: str, name: str, data: bytes
+) -> Path:
     """A copy of the bundle with file `name` replaced, its manifest entry updated and,
     for the signed variant, the manifest re-signed with the test key: the bytes are
     consistent and authentic, only their content is odd."""
@@ -226,14 +240,19 @@ def _with_file(bundles: dict[str, Path], tmp_path: Path, variant: str, name: str
     shutil.copytree(bundles[variant], folder)
     (folder / name).write_bytes(data)
     manifest = json.loads((folder / "manifest.json").read_bytes())
-    manifest["signed"]["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest["signed"]["files"][name] = {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
     if variant == "signed":
         manifest["signatures"] = [sign(KEY, MANIFEST_TAG, manifest["signed"])]
     (folder / "manifest.json").write_bytes(canonical.dumps(manifest))
     return folder
 
 
-def _with_listed_size(bundles: dict[str, Path], tmp_path: Path, variant: str, name: str, size: int) -> Path:
+def _with_listed_size(
+    bundles: dict[str, Path], tmp_path: Path, variant: str, name: str, size: int
+) -> Path:
     """A copy of the bundle whose manifest lists file `name` with `size` bytes (re-signed
     for the signed variant); the file itself is unchanged."""
     folder = tmp_path / variant
@@ -252,7 +271,9 @@ def _open(folder: Path, variant: str) -> Any:
     return open_bundle(folder, allow_unsigned=True)
 
 
-def _catalog_with(bundles: dict[str, Path], tmp_path: Path, variant: str, path: tuple[str | int, ...], value: Any) -> Path:
+def _catalog_with(
+    bundles: dict[str, Path], tmp_path: Path, variant: str, path: tuple[str | int, ...], value: Any
+) -> Path:
     """A consistent (and, signed, re-signed) bundle whose catalog has `value` at `path`."""
     catalog = json.loads((bundles[variant] / "catalog.json").read_bytes())
     parent = catalog
@@ -273,7 +294,9 @@ CATALOG_TYPE_CONFUSIONS: dict[str, tuple[tuple[str | int, ...], Any]] = {
 
 @pytest.mark.parametrize("variant", ["unsigned", "signed"])
 @pytest.mark.parametrize("case", list(CATALOG_TYPE_CONFUSIONS))
-def test_a_catalog_with_wrong_field_types_is_a_format_error(bundles: dict[str, Path], tmp_path: Path, case: str, variant: str) -> None:
+def test_a_catalog_with_wrong_field_types_is_a_format_error(
+    bundles: dict[str, Path], tmp_path: Path, case: str, variant: str
+) -> None:
     """The catalog's bytes match the (re-signed) manifest; its content is the wrong shape.
     `open_bundle` promises a BundleError subclass for any bundle it refuses."""
     folder = _catalog_with(bundles, tmp_path, variant, *CATALOG_TYPE_CONFUSIONS[case])
@@ -291,7 +314,9 @@ ask and get(section=...) answer internal_error later."""
 
 
 @pytest.mark.parametrize("case", list(CATALOG_UNCHECKED_TYPES))
-def test_a_catalog_field_of_the_wrong_type_is_refused_at_open(bundles: dict[str, Path], tmp_path: Path, case: str) -> None:
+def test_a_catalog_field_of_the_wrong_type_is_refused_at_open(
+    bundles: dict[str, Path], tmp_path: Path, case: str
+) -> None:
     folder = _catalog_with(bundles, tmp_path, "signed", *CATALOG_UNCHECKED_TYPES[case])
     with pytest.raises(FormatError, match=r"catalog\.json"):
         _open(folder, "signed")
@@ -315,10 +340,17 @@ def _header_changed(change: Any) -> Any:
 ARRAYS_LIST = b'{"arrays":[],"fields":["title","keywords","body"]}'
 MALFORMED_SEARCH = [
     pytest.param(lambda _: fuzz.search_file(ARRAYS_LIST, b"\0" * 8), id="arrays-is-a-list"),
-    pytest.param(lambda _: fuzz.search_file(ARRAYS_LIST.replace(b"[]", b"null"), b"\0" * 8), id="arrays-is-null"),
-    pytest.param(_header_changed(lambda h: h["arrays"].pop("postings")), id="arrays-missing-postings"),
+    pytest.param(
+        lambda _: fuzz.search_file(ARRAYS_LIST.replace(b"[]", b"null"), b"\0" * 8),
+        id="arrays-is-null",
+    ),
+    pytest.param(
+        _header_changed(lambda h: h["arrays"].pop("postings")), id="arrays-missing-postings"
+    ),
     pytest.param(_header_changed(lambda h: h.__setitem__("fields", None)), id="fields-is-null"),
-    pytest.param(lambda _: fuzz.search_file(b"[" * 100_000, b"\0" * 8), id="header-nested-100000-deep"),
+    pytest.param(
+        lambda _: fuzz.search_file(b"[" * 100_000, b"\0" * 8), id="header-nested-100000-deep"
+    ),
 ]
 """Each makes a search.bin from the real one."""
 
@@ -330,7 +362,9 @@ def test_a_malformed_search_header_is_a_format_error(bundles: dict[str, Path], m
         SearchIndex(data)
 
 
-def test_library_open_refuses_a_malformed_search_file_with_a_bundle_error(bundles: dict[str, Path], tmp_path: Path) -> None:
+def test_library_open_refuses_a_malformed_search_file_with_a_bundle_error(
+    bundles: dict[str, Path], tmp_path: Path
+) -> None:
     data = fuzz.search_file(ARRAYS_LIST, b"\0" * 8)
     folder = _with_file(bundles, tmp_path, "signed", "search.bin", data)
     with pytest.raises(BundleError):
@@ -338,28 +372,38 @@ def test_library_open_refuses_a_malformed_search_file_with_a_bundle_error(bundle
 
 
 @pytest.mark.parametrize("query", ["a\udcd8b", "+modbus re\ud800gister", "title:x\udfffy"])
-def test_a_query_word_with_a_lone_surrogate_is_a_structured_error(bundles: dict[str, Path], query: str) -> None:
+def test_a_query_word_with_a_lone_surrogate_is_a_structured_error(
+    bundles: dict[str, Path], query: str
+) -> None:
     """Python's json module decodes "\\ud800" into a lone surrogate, so any JSON client
     can send one. The answer must be a query error (or hits), never internal_error."""
     lib = Library.open(bundles["unsigned"], allow_unsigned=True)
     for resp in (lib.search(query), lib.list(query=query)):
         assert resp.get("error", {}).get("code") != "internal_error", resp
     resp = lib.search(query)
-    assert "error" not in resp or (resp["error"]["code"] in fuzz.QUERY_CODES and resp["hits"] == []), resp
+    assert "error" not in resp or (
+        resp["error"]["code"] in fuzz.QUERY_CODES and resp["hits"] == []
+    ), resp
 
 
 @pytest.mark.parametrize("variant", ["unsigned", "signed"])
 @pytest.mark.parametrize("size", [2**40, 2**53 - 1])
-def test_a_huge_listed_size_is_a_bundle_error_on_the_fast_open(bundles: dict[str, Path], tmp_path: Path, variant: str, size: int) -> None:
+def test_a_huge_listed_size_is_a_bundle_error_on_the_fast_open(
+    bundles: dict[str, Path], tmp_path: Path, variant: str, size: int
+) -> None:
     """`Library.open` opens without stat'ing every file (hash_all=False) and reads
     search.bin at once; a listed size the file does not have must be a HashMismatchError,
     not a MemoryError from allocating it."""
     folder = _with_listed_size(bundles, tmp_path, variant, "search.bin", size)
     with pytest.raises(BundleError, match=r"search\.bin"):
-        Library.open(folder, [PUBLIC] if variant == "signed" else [], allow_unsigned=variant == "unsigned")
+        Library.open(
+            folder, [PUBLIC] if variant == "signed" else [], allow_unsigned=variant == "unsigned"
+        )
 
 
-def test_a_lazy_read_allocates_no_more_than_the_file_holds(bundles: dict[str, Path], tmp_path: Path) -> None:
+def test_a_lazy_read_allocates_no_more_than_the_file_holds(
+    bundles: dict[str, Path], tmp_path: Path
+) -> None:
     import tracemalloc
 
     folder = _with_listed_size(bundles, tmp_path, "unsigned", "catalog.json", 2**30)

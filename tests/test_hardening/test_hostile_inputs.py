@@ -134,12 +134,19 @@ def test_alias_bomb_is_refused_before_anything_is_built() -> None:
     with measured() as m:
         doc_parse(text, "bomb.md")
     assert doc is None
-    assert lines == ["bomb.md:3:1: HB205 frontmatter uses a YAML anchor or alias; write the value out"]
+    assert lines == [
+        "bomb.md:3:1: HB205 frontmatter uses a YAML anchor or alias; write the value out"
+    ]
     assert seconds < 1.0 and m.peak < 1_000_000, (seconds, m.peak)
     levels = 9
     would_be = sum(expanded_json_bytes(k) for k in range(1, levels + 1))  # every key's list
-    record(f"alias bomb, {len(text)} bytes, {levels} levels", "HB205 refused", seconds, m.peak,
-           f"expanded: {expanded_leaves(levels):,} strings in key i alone, {mb(would_be)} of JSON in all")
+    record(
+        f"alias bomb, {len(text)} bytes, {levels} levels",
+        "HB205 refused",
+        seconds,
+        m.peak,
+        f"expanded: {expanded_leaves(levels):,} strings in key i alone, {mb(would_be)} of JSON in all",
+    )
 
 
 def test_unguarded_baseline_shows_the_expansion_that_is_avoided() -> None:
@@ -152,7 +159,9 @@ def test_unguarded_baseline_shows_the_expansion_that_is_avoided() -> None:
     loaded, load_seconds = timed(lambda: yaml.safe_load(text))
     dumped, dump_seconds = timed(lambda: json.dumps(loaded))
     keys = sum(len(f'"{c}": ') for c in "abcdefghi"[:levels]) + 2 + (levels - 1) * len(", ")
-    assert len(dumped) == sum(expanded_json_bytes(k) for k in range(1, levels + 1)) + keys  # the analytic size is right
+    assert (
+        len(dumped) == sum(expanded_json_bytes(k) for k in range(1, levels + 1)) + keys
+    )  # the analytic size is right
     with measured() as loading:
         yaml.safe_load(text)
     with measured() as dumping:
@@ -160,13 +169,32 @@ def test_unguarded_baseline_shows_the_expansion_that_is_avoided() -> None:
     with measured() as walking:
         frontmatter._Reader("x.md").mapping(yaml.compose(text, Loader=yaml.SafeLoader))
     guarded = tracemalloc_peak(lambda: doc_parse(FM.replace("---\n", "---\n" + text, 1)))
-    assert guarded * 10 < dumping.peak and guarded * 10 < walking.peak, (guarded, dumping.peak, walking.peak)
-    record(f"unguarded: yaml.safe_load, {levels} levels", "loaded, aliases shared", load_seconds, loading.peak,
-           "cheap: nothing is expanded yet")
-    record(f"unguarded: + json.dumps, {levels} levels", f"{len(dumped):,} bytes of JSON", load_seconds + dump_seconds, dumping.peak,
-           f"x{scale} at 9 levels: ~{ms((load_seconds + dump_seconds) * scale)}, ~{mb(dumping.peak * scale)}")
-    record(f"unguarded: frontmatter reader, {levels} levels", "walked into new lists", walking.seconds, walking.peak,
-           f"x{scale} at 9 levels: ~{ms(walking.seconds * scale)}, ~{mb(walking.peak * scale)}")
+    assert guarded * 10 < dumping.peak and guarded * 10 < walking.peak, (
+        guarded,
+        dumping.peak,
+        walking.peak,
+    )
+    record(
+        f"unguarded: yaml.safe_load, {levels} levels",
+        "loaded, aliases shared",
+        load_seconds,
+        loading.peak,
+        "cheap: nothing is expanded yet",
+    )
+    record(
+        f"unguarded: + json.dumps, {levels} levels",
+        f"{len(dumped):,} bytes of JSON",
+        load_seconds + dump_seconds,
+        dumping.peak,
+        f"x{scale} at 9 levels: ~{ms((load_seconds + dump_seconds) * scale)}, ~{mb(dumping.peak * scale)}",
+    )
+    record(
+        f"unguarded: frontmatter reader, {levels} levels",
+        "walked into new lists",
+        walking.seconds,
+        walking.peak,
+        f"x{scale} at 9 levels: ~{ms(walking.seconds * scale)}, ~{mb(walking.peak * scale)}",
+    )
 
 
 def tracemalloc_peak(call: Callable[[], Any]) -> int:
@@ -194,7 +222,9 @@ def _python_tags(marker: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("loader", ["libyaml", "pure-python"])
-def test_python_tags_are_refused_and_never_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: str) -> None:
+def test_python_tags_are_refused_and_never_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
     if loader == "pure-python":
         monkeypatch.setattr(frontmatter, "_Loader", yaml.SafeLoader)
     marker = tmp_path / "pwned"
@@ -204,17 +234,29 @@ def test_python_tags_are_refused_and_never_run(tmp_path: Path, monkeypatch: pyte
         with measured() as m:
             doc, lines = doc_parse(text)
         assert doc is None, fm
-        assert len(lines) == 1 and " HB206 frontmatter uses the YAML tag tag:yaml.org,2002:python/" in lines[0], (fm, lines)
+        assert (
+            len(lines) == 1
+            and " HB206 frontmatter uses the YAML tag tag:yaml.org,2002:python/" in lines[0]
+        ), (fm, lines)
         worst = Measured(max(worst.seconds, m.seconds), max(worst.peak, m.peak))
     assert not marker.exists()
     assert worst.seconds < 1.0
-    record(f"!!python/* tags ({loader}), {len(_python_tags(marker))} forms", "HB206 refused, nothing run", worst.seconds, worst.peak)
+    record(
+        f"!!python/* tags ({loader}), {len(_python_tags(marker))} forms",
+        "HB206 refused, nothing run",
+        worst.seconds,
+        worst.peak,
+    )
 
 
 def test_python_tag_through_the_check_never_runs(make_library: MakeLibrary, tmp_path: Path) -> None:
     marker = tmp_path / "pwned-by-check"
-    docs = {f"t{n}.md": FM.replace("summary: A hostile doc.\n", f"summary: A hostile doc.\n{fm}\n").replace("hostile.doc", f"hostile.t{n}")
-            for n, fm in enumerate(_python_tags(marker)[:4])}
+    docs = {
+        f"t{n}.md": FM.replace(
+            "summary: A hostile doc.\n", f"summary: A hostile doc.\n{fm}\n"
+        ).replace("hostile.doc", f"hostile.t{n}")
+        for n, fm in enumerate(_python_tags(marker)[:4])
+    }
     run = run_cli("check", "--config", str(make_library(docs)))
     assert run.exit_code == 1
     assert sum(" HB206 " in line for line in run.lines) == 4, run.lines
@@ -232,7 +274,9 @@ NESTING = {
 
 @pytest.mark.parametrize("loader", ["libyaml", "pure-python"])
 @pytest.mark.parametrize("shape", list(NESTING))
-def test_ten_thousand_deep_nesting_is_refused_without_recursion_error(monkeypatch: pytest.MonkeyPatch, shape: str, loader: str) -> None:
+def test_ten_thousand_deep_nesting_is_refused_without_recursion_error(
+    monkeypatch: pytest.MonkeyPatch, shape: str, loader: str
+) -> None:
     if loader == "pure-python":
         monkeypatch.setattr(frontmatter, "_Loader", yaml.SafeLoader)
     text = "---\n" + NESTING[shape] + "\n---\nbody\n"
@@ -241,7 +285,11 @@ def test_ten_thousand_deep_nesting_is_refused_without_recursion_error(monkeypatc
     with measured() as m:
         doc_parse(text)
     assert sys.getrecursionlimit() == limit
-    assert doc is None and len(lines) == 1 and " HB207 frontmatter is nested deeper than 32 levels" in lines[0], lines
+    assert (
+        doc is None
+        and len(lines) == 1
+        and " HB207 frontmatter is nested deeper than 32 levels" in lines[0]
+    ), lines
     assert seconds < 1.0 and m.peak < 10_000_000, (seconds, m.peak)
     record(f"10,000-deep {shape} ({loader})", "HB207 refused", seconds, m.peak)
 
@@ -269,7 +317,9 @@ def test_oversized_frontmatter_is_refused_before_parsing(case: str) -> None:
     with measured() as m:
         doc_parse(text)
     assert doc is None
-    assert lines == [f"x.md:2:1: HB207 frontmatter is {len(source.encode()):,} bytes; the limit is 65,536: move long content into the body"]
+    assert lines == [
+        f"x.md:2:1: HB207 frontmatter is {len(source.encode()):,} bytes; the limit is 65,536: move long content into the body"
+    ]
     assert seconds < 1.0
     assert m.peak < 2 * len(source.encode()) + 1_000_000, m.peak  # one encoded copy, no parse
     record(f"frontmatter {case}", "HB207 refused", seconds, m.peak)
@@ -291,8 +341,14 @@ def _big_library(tmp_path: Path, body_unit: str) -> Path:
     root = tmp_path / "big"
     (root / "docs").mkdir(parents=True)
     head = FM + "# Big\n\n"
-    (root / "docs" / "big.md").write_text(head + body_unit * ((BIG - len(head)) // len(body_unit)), encoding="utf-8")
-    config = {"site_name": "t", "docs_dir": "docs", "plugins": [{"handbook": {"library": "big", "version": "1.0.0"}}]}
+    (root / "docs" / "big.md").write_text(
+        head + body_unit * ((BIG - len(head)) // len(body_unit)), encoding="utf-8"
+    )
+    config = {
+        "site_name": "t",
+        "docs_dir": "docs",
+        "plugins": [{"handbook": {"library": "big", "version": "1.0.0"}}],
+    }
     (root / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     return root / "mkdocs.yml"
 
@@ -343,7 +399,9 @@ RSS_CAP = 300 * 1024 * 1024
 """Resident memory the check may add for one 25 MB file: twelve times its size."""
 
 
-@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads the resident set from /proc")
+@pytest.mark.skipif(
+    not Path("/proc/self/statm").exists(), reason="reads the resident set from /proc"
+)
 def test_a_25_mb_file_of_short_blocks_is_refused_within_memory(tmp_path: Path) -> None:
     """25 MB of one-line paragraphs: the check must refuse it (or check it) in bounded
     memory. A child process runs the check under a watchdog that stops it once its
@@ -352,14 +410,32 @@ def test_a_25_mb_file_of_short_blocks_is_refused_within_memory(tmp_path: Path) -
     _, sample_seconds = timed(lambda: doc_parse(sample))
     sample_peak = tracemalloc_peak(lambda: doc_parse(sample))
     scale = BIG / len(sample)
-    record("unguarded: parser alone, 30 kB of one-line paragraphs", "parsed", sample_seconds, sample_peak,
-           f"x{scale:,.0f} for 25 MB: ~{ms(sample_seconds * scale)}, ~{mb(sample_peak * scale)}")
+    record(
+        "unguarded: parser alone, 30 kB of one-line paragraphs",
+        "parsed",
+        sample_seconds,
+        sample_peak,
+        f"x{scale:,.0f} for 25 MB: ~{ms(sample_seconds * scale)}, ~{mb(sample_peak * scale)}",
+    )
     config = _big_library(tmp_path, "x\n\n")
-    proc = subprocess.run([sys.executable, "-c", WATCHDOG, str(config), str(RSS_CAP), "60"],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", WATCHDOG, str(config), str(RSS_CAP), "60"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        check=False,
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    outcome = "finished" if proc.returncode == 0 else f"stopped by the watchdog ({result['stopped']})"
-    record("25 MB markdown, one-line paragraphs (child RSS)", outcome, result["seconds"], result["grown"])
+    outcome = (
+        "finished" if proc.returncode == 0 else f"stopped by the watchdog ({result['stopped']})"
+    )
+    record(
+        "25 MB markdown, one-line paragraphs (child RSS)",
+        outcome,
+        result["seconds"],
+        result["grown"],
+    )
     assert proc.returncode == 0, (result, proc.stderr[-2000:])
     assert "error" in result["severities"], result
     assert result["grown"] < RSS_CAP
@@ -393,13 +469,20 @@ def test_adversarial_markdown_parses_within_a_bound(case: str) -> None:
         doc_parse(text)
     assert doc is not None, lines
     assert seconds < 5.0 and m.peak < 50_000_000, (seconds, m.peak)
-    record(f"markdown: {case}", f"{len(doc.headings)} headings, {len(doc.fences)} fences", seconds, m.peak)
+    record(
+        f"markdown: {case}",
+        f"{len(doc.headings)} headings, {len(doc.fences)} fences",
+        seconds,
+        m.peak,
+    )
 
 
 # -- snippets and validators -----------------------------------------------------------------
 
 
-def test_snippets_are_never_executed(make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_snippets_are_never_executed(
+    make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = tmp_path / "executed"
     fences = [
         ("python", f"open({str(marker)!r}, 'w').write('x')"),
@@ -427,9 +510,13 @@ def test_snippets_are_never_executed(make_library: MakeLibrary, tmp_path: Path, 
 def _validator_library(make_library: MakeLibrary, tmp_path: Path, module: str, source: str) -> Path:
     (tmp_path / "lib").mkdir(exist_ok=True)
     (tmp_path / "lib" / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    crashing = FM + "# A\n\n```ini\nx = 1\n```\n\n```ini\ny = 2\n```\n"  # fences' text on lines 10 and 14
+    crashing = (
+        FM + "# A\n\n```ini\nx = 1\n```\n\n```ini\ny = 2\n```\n"
+    )  # fences' text on lines 10 and 14
     floating = "---\nid: hostile.other\ntitle: Other\nkind: guide\nsummary: Another doc.\nversion: 1.10\n---\n# Other\n"
-    return make_library({"a.md": crashing, "b.md": floating}, snippet_validators={"ini": f"{module}:check"})
+    return make_library(
+        {"a.md": crashing, "b.md": floating}, snippet_validators={"ini": f"{module}:check"}
+    )
 
 
 VALIDATOR_RAISES = {
@@ -443,15 +530,21 @@ VALIDATOR_RAISES = {
 
 
 @pytest.mark.parametrize("case", list(VALIDATOR_RAISES))
-def test_a_validator_that_raises_never_stops_the_check(make_library: MakeLibrary, tmp_path: Path, case: str) -> None:
+def test_a_validator_that_raises_never_stops_the_check(
+    make_library: MakeLibrary, tmp_path: Path, case: str
+) -> None:
     source, message = VALIDATOR_RAISES[case]
     module = f"raising_{abs(hash(case)) % 10**8}"
-    run = run_cli("check", "--config", str(_validator_library(make_library, tmp_path, module, source)))
+    run = run_cli(
+        "check", "--config", str(_validator_library(make_library, tmp_path, module, source))
+    )
     assert run.exit_code == 1
     crashed = [line for line in run.lines if " HB502 " in line]
     assert [line.split(" HB502 ")[0] for line in crashed] == ["a.md:10:1:", "a.md:14:1:"], run.lines
     assert all(message in line for line in crashed), crashed
-    assert any(line.startswith("b.md:") and " HB209 " in line for line in run.lines), run.lines  # the check went on
+    assert any(line.startswith("b.md:") and " HB209 " in line for line in run.lines), (
+        run.lines
+    )  # the check went on
 
 
 VALIDATOR_EXITS = {
@@ -462,9 +555,15 @@ VALIDATOR_EXITS = {
 
 
 @pytest.mark.parametrize("case", list(VALIDATOR_EXITS))
-def test_a_validator_that_exits_never_stops_the_check(make_library: MakeLibrary, tmp_path: Path, case: str) -> None:
+def test_a_validator_that_exits_never_stops_the_check(
+    make_library: MakeLibrary, tmp_path: Path, case: str
+) -> None:
     module = f"exiting_{abs(hash(case)) % 10**8}"
-    run = run_cli("check", "--config", str(_validator_library(make_library, tmp_path, module, VALIDATOR_EXITS[case])))
+    run = run_cli(
+        "check",
+        "--config",
+        str(_validator_library(make_library, tmp_path, module, VALIDATOR_EXITS[case])),
+    )
     assert run.exit_code == 1, (run.exit_code, run.lines)
     assert sum(" HB502 " in line and "SystemExit" in line for line in run.lines) == 2, run.lines
     assert any(line.startswith("b.md:") and " HB209 " in line for line in run.lines), run.lines
@@ -477,17 +576,49 @@ EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    built = build(load_config(EXAMPLE), tmp_path_factory.mktemp("hostile-queries") / "bundle", None).bundle.path
+    built = build(
+        load_config(EXAMPLE), tmp_path_factory.mktemp("hostile-queries") / "bundle", None
+    ).bundle.path
     library = Library.open(built, allow_unsigned=True)
     library.search("warm up")  # the term list is built on the first wildcard or fuzzy query
     library.search("warm*")
     return library
 
 
-WORDS = ["modbus", "register", "compressor", "meter", "energy", "mqtt", "broker", "topic", "commissioning",
-         "gateway", "pressure", "holding", "input", "float", "word", "order", "collector", "snippet", "port",
-         "unit", "connection", "defaults", "pitfalls", "plant", "floor", "retain", "payload", "voltage",
-         "current", "power", "polling", "timeout"]
+WORDS = [
+    "modbus",
+    "register",
+    "compressor",
+    "meter",
+    "energy",
+    "mqtt",
+    "broker",
+    "topic",
+    "commissioning",
+    "gateway",
+    "pressure",
+    "holding",
+    "input",
+    "float",
+    "word",
+    "order",
+    "collector",
+    "snippet",
+    "port",
+    "unit",
+    "connection",
+    "defaults",
+    "pitfalls",
+    "plant",
+    "floor",
+    "retain",
+    "payload",
+    "voltage",
+    "current",
+    "power",
+    "polling",
+    "timeout",
+]
 assert len(WORDS) == MAX_TERMS
 
 BEYOND = {
@@ -518,9 +649,16 @@ def test_queries_beyond_the_caps_are_structured_errors(lib: Library, case: str) 
     assert resp["error"]["message"] and resp["response_chars"] < 1_000
     assert lib.list(query=query).get("error", {}).get("code") != "internal_error"
     assert seconds < 1.0, seconds
-    record(f"search: {case}", code, seconds, m.peak,
-           {"lunr.py's 10 s query: alphaalphaalpha~6": "lunr.py: over 10 s (300 docs)",
-            "lunr.py's 20 s query: *f*f*f*f*f*f*f*f*f*": "lunr.py: over 20 s (300 docs)"}.get(case, ""))
+    record(
+        f"search: {case}",
+        code,
+        seconds,
+        m.peak,
+        {
+            "lunr.py's 10 s query: alphaalphaalpha~6": "lunr.py: over 10 s (300 docs)",
+            "lunr.py's 20 s query: *f*f*f*f*f*f*f*f*f*": "lunr.py: over 20 s (300 docs)",
+        }.get(case, ""),
+    )
 
 
 def _chars_500() -> str:
@@ -549,8 +687,17 @@ EDGE = {
 }
 
 
-FINDS = {"word~2", "long word~2", "32 words ~2", "ab*c*", "two wildcard words", "one-letter prefix", "32 terms",
-         "500 characters", "presence, fields, boosts at 100"}
+FINDS = {
+    "word~2",
+    "long word~2",
+    "32 words ~2",
+    "ab*c*",
+    "two wildcard words",
+    "one-letter prefix",
+    "32 terms",
+    "500 characters",
+    "presence, fields, boosts at 100",
+}
 
 
 @pytest.mark.parametrize("case", list(EDGE))
@@ -569,7 +716,9 @@ def test_queries_at_the_edge_of_the_caps_answer(lib: Library, case: str) -> None
 
 
 def test_edge_queries_sit_at_the_caps() -> None:
-    assert len(EDGE["500 characters"]) == MAX_QUERY_CHARS and len(EDGE["500 characters"].split()) > 20
+    assert (
+        len(EDGE["500 characters"]) == MAX_QUERY_CHARS and len(EDGE["500 characters"].split()) > 20
+    )
     assert len(EDGE["32 terms"].split()) == len(EDGE["32 words ~2"].split()) == MAX_TERMS
 
 
@@ -581,10 +730,17 @@ def test_zz_summary(capsys: pytest.CaptureFixture[str]) -> None:
     if not FIGURES:
         pytest.skip("run the whole file for the figures")
     width = max(len(row[0]) for row in FIGURES)
-    lines = ["", "hostile inputs: time outside tracemalloc where measured twice, peak traced allocation"]
-    lines.append(f"{'input':<{width}}  {'outcome':<34} {'time':>10} {'memory':>10}  unguarded baseline")
+    lines = [
+        "",
+        "hostile inputs: time outside tracemalloc where measured twice, peak traced allocation",
+    ]
+    lines.append(
+        f"{'input':<{width}}  {'outcome':<34} {'time':>10} {'memory':>10}  unguarded baseline"
+    )
     for what, outcome, seconds, peak, baseline in FIGURES:
         lines.append(f"{what:<{width}}  {outcome:<34} {seconds:>10} {peak:>10}  {baseline}")
-    lines.append("lunr.py baselines are cited from handbook/query.py and bench/README.md (300-doc index), not re-run.")
+    lines.append(
+        "lunr.py baselines are cited from handbook/query.py and bench/README.md (300-doc index), not re-run."
+    )
     with capsys.disabled():
         print("\n".join(lines))

@@ -81,7 +81,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def good(built: Path) -> bytes:
     data = (built / MANIFEST).read_bytes()
-    assert data.startswith(b'{"signatures":[{') and data.count(SIGNED_AT) == 1 and data.endswith(b"}}")
+    assert (
+        data.startswith(b'{"signatures":[{') and data.count(SIGNED_AT) == 1 and data.endswith(b"}}")
+    )
     return data
 
 
@@ -103,12 +105,21 @@ def split(manifest: bytes) -> tuple[bytes, bytes]:
 
 def signature_over(encoded: bytes) -> dict[str, str]:
     """A signature entry over exactly these payload bytes (not re-encoded)."""
-    return {"keyid": PUBLIC_KEY.keyid, "sig": b64encode(KEY.sign(signing_input(MANIFEST_TAG, None, encoded=encoded)))}
+    return {
+        "keyid": PUBLIC_KEY.keyid,
+        "sig": b64encode(KEY.sign(signing_input(MANIFEST_TAG, None, encoded=encoded))),
+    }
 
 
 def assemble(entries: list[dict[str, str]], signed: bytes) -> bytes:
     """A manifest laid out canonically around `signed` (whatever its bytes)."""
-    return b'{"signatures":' + json.dumps(entries, separators=(",", ":")).encode() + SIGNED_AT + signed + b"}"
+    return (
+        b'{"signatures":'
+        + json.dumps(entries, separators=(",", ":")).encode()
+        + SIGNED_AT
+        + signed
+        + b"}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +180,9 @@ def append_key(key: bytes, value: bytes) -> SignedEdit:
 
 
 def reencode(transform: Callable[[dict[str, Any]], Any], **dumps: Any) -> SignedEdit:
-    return lambda data: json.dumps(transform(json.loads(data)), ensure_ascii=False, **dumps).encode()
+    return lambda data: json.dumps(
+        transform(json.loads(data)), ensure_ascii=False, **dumps
+    ).encode()
 
 
 def _version_first(value: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +194,12 @@ def _files_reversed(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _entry_keys_reversed(value: dict[str, Any]) -> dict[str, Any]:
-    return {**value, "files": {p: {"sha256": e["sha256"], "bytes": e["bytes"]} for p, e in value["files"].items()}}
+    return {
+        **value,
+        "files": {
+            p: {"sha256": e["sha256"], "bytes": e["bytes"]} for p, e in value["files"].items()
+        },
+    }
 
 
 def nested(depth: int, open_: bytes = b"[", close: bytes = b"]") -> bytes:
@@ -215,7 +233,9 @@ def _pretty(data: bytes) -> bytes:
 
 def _deep_signatures(data: bytes) -> bytes:
     sigs, signed = split(data)
-    return b'{"signatures":' + sigs[:-1] + b"," + nested(MAX_DEPTH) + b"]" + SIGNED_AT + signed + b"}"
+    return (
+        b'{"signatures":' + sigs[:-1] + b"," + nested(MAX_DEPTH) + b"]" + SIGNED_AT + signed + b"}"
+    )
 
 
 LIB = b'"library":"plant-skills"'
@@ -229,23 +249,71 @@ JUST_TOO_DEEP = MAX_DEPTH - 1
 SPECS: list[Spec] = [
     # duplicate keys
     Spec("duplicate-key-same-value", r"duplicate key 'docs'", replace(DOCS, DOCS + b"," + DOCS)),
-    Spec("duplicate-key-same-value", r"duplicate key 'docs'", replace(DOCS, DOCS + b"," + DOCS), sig="canonical"),
-    Spec("duplicate-key-evil-first", r"duplicate key 'library'", replace(LIB, b'"library":"evil-skills",' + LIB)),
-    Spec("duplicate-key-evil-first", r"duplicate key 'library'", replace(LIB, b'"library":"evil-skills",' + LIB), sig="canonical"),
-    Spec("duplicate-key-evil-last", r"duplicate key 'library'", replace(LIB, LIB + b',"library":"evil-skills"')),
-    Spec("duplicate-key-evil-last", r"duplicate key 'library'", replace(LIB, LIB + b',"library":"evil-skills"'), sig="canonical"),
-    Spec("duplicate-file-entry", r"duplicate key 'catalog.json'",
-         lambda d: d.replace(b'"files":{', b'"files":{"catalog.json":{"bytes":1,"sha256":"' + b"0" * 64 + b'"},', 1)),
-    Spec("duplicate-top-signatures", r"duplicate key 'signatures'", whole_edit=_top_duplicate_signatures, sig="kept"),
-    Spec("duplicate-top-signed", r"duplicate key 'signed'", whole_edit=_top_duplicate_signed, sig="kept"),
+    Spec(
+        "duplicate-key-same-value",
+        r"duplicate key 'docs'",
+        replace(DOCS, DOCS + b"," + DOCS),
+        sig="canonical",
+    ),
+    Spec(
+        "duplicate-key-evil-first",
+        r"duplicate key 'library'",
+        replace(LIB, b'"library":"evil-skills",' + LIB),
+    ),
+    Spec(
+        "duplicate-key-evil-first",
+        r"duplicate key 'library'",
+        replace(LIB, b'"library":"evil-skills",' + LIB),
+        sig="canonical",
+    ),
+    Spec(
+        "duplicate-key-evil-last",
+        r"duplicate key 'library'",
+        replace(LIB, LIB + b',"library":"evil-skills"'),
+    ),
+    Spec(
+        "duplicate-key-evil-last",
+        r"duplicate key 'library'",
+        replace(LIB, LIB + b',"library":"evil-skills"'),
+        sig="canonical",
+    ),
+    Spec(
+        "duplicate-file-entry",
+        r"duplicate key 'catalog.json'",
+        lambda d: d.replace(
+            b'"files":{', b'"files":{"catalog.json":{"bytes":1,"sha256":"' + b"0" * 64 + b'"},', 1
+        ),
+    ),
+    Spec(
+        "duplicate-top-signatures",
+        r"duplicate key 'signatures'",
+        whole_edit=_top_duplicate_signatures,
+        sig="kept",
+    ),
+    Spec(
+        "duplicate-top-signed",
+        r"duplicate key 'signed'",
+        whole_edit=_top_duplicate_signed,
+        sig="kept",
+    ),
     # whitespace
     Spec("pretty-printed-whole", NOT_CANONICAL, whole_edit=_pretty, sig="kept"),
     Spec("pretty-printed-payload", NOT_CANONICAL, reencode(lambda v: v, indent=2, sort_keys=True)),
-    Spec("pretty-printed-payload", NOT_CANONICAL, reencode(lambda v: v, indent=2, sort_keys=True), sig="canonical"),
+    Spec(
+        "pretty-printed-payload",
+        NOT_CANONICAL,
+        reencode(lambda v: v, indent=2, sort_keys=True),
+        sig="canonical",
+    ),
     Spec("trailing-newline", NOT_CANONICAL, whole_edit=lambda d: d + b"\n", sig="kept"),
     Spec("trailing-crlf", NOT_CANONICAL, whole_edit=lambda d: d + b"\r\n", sig="kept"),
     Spec("leading-space", NOT_CANONICAL, whole_edit=lambda d: b" " + d, sig="kept"),
-    Spec("space-after-colon-outside-payload", NOT_CANONICAL, whole_edit=lambda d: d.replace(SIGNED_AT, b',"signed": '), sig="kept"),
+    Spec(
+        "space-after-colon-outside-payload",
+        NOT_CANONICAL,
+        whole_edit=lambda d: d.replace(SIGNED_AT, b',"signed": '),
+        sig="kept",
+    ),
     Spec("space-after-colon", NOT_CANONICAL, replace(DOCS, b'"docs": 3')),
     Spec("space-after-colon", NOT_CANONICAL, replace(DOCS, b'"docs": 3'), sig="canonical"),
     Spec("space-after-comma", NOT_CANONICAL, replace(b',"files":', b', "files":')),
@@ -254,9 +322,24 @@ SPECS: list[Spec] = [
     # key order
     Spec("unsorted-top-keys", NOT_CANONICAL, whole_edit=_top_unsorted, sig="kept"),
     Spec("unsorted-payload-keys", NOT_CANONICAL, reencode(_version_first, separators=(",", ":"))),
-    Spec("unsorted-payload-keys", NOT_CANONICAL, reencode(_version_first, separators=(",", ":")), sig="canonical"),
-    Spec("unsorted-file-paths", NOT_CANONICAL, reencode(_files_reversed, separators=(",", ":")), sig="canonical"),
-    Spec("unsorted-entry-keys", NOT_CANONICAL, reencode(_entry_keys_reversed, separators=(",", ":")), sig="canonical"),
+    Spec(
+        "unsorted-payload-keys",
+        NOT_CANONICAL,
+        reencode(_version_first, separators=(",", ":")),
+        sig="canonical",
+    ),
+    Spec(
+        "unsorted-file-paths",
+        NOT_CANONICAL,
+        reencode(_files_reversed, separators=(",", ":")),
+        sig="canonical",
+    ),
+    Spec(
+        "unsorted-entry-keys",
+        NOT_CANONICAL,
+        reencode(_entry_keys_reversed, separators=(",", ":")),
+        sig="canonical",
+    ),
     # a byte order mark
     Spec("utf8-bom", r"BOM", whole_edit=lambda d: b"\xef\xbb\xbf" + d, sig="kept"),
     Spec("bom-before-payload", r"not strict JSON", lambda d: b"\xef\xbb\xbf" + d),
@@ -266,42 +349,124 @@ SPECS: list[Spec] = [
     Spec("minus-infinity", r"-Infinity is not allowed", replace(DOCS, b'"docs":-Infinity')),
     Spec("float-docs", r"float 3\.0 is not allowed", replace(DOCS, b'"docs":3.0')),
     Spec("float-exponent", r"float 3e0 is not allowed", replace(DOCS, b'"docs":3e0')),
-    Spec("float-file-bytes", r"float \d+\.0 is not allowed", lambda d: re.sub(rb'("bytes":\d+)', rb"\1.0", d, count=1)),
+    Spec(
+        "float-file-bytes",
+        r"float \d+\.0 is not allowed",
+        lambda d: re.sub(rb'("bytes":\d+)', rb"\1.0", d, count=1),
+    ),
     Spec("float-one", r"float 1\.0 is not allowed", append_key(b"zz", b"1.0")),
     Spec("float-minus-zero", r"float -0\.0 is not allowed", replace(DOCS, b'"docs":-0.0')),
     # integers outside [0, 2^53-1], and integer spellings
-    Spec("integer-2^53", rf"integer {TOO_BIG} is outside \[0, 2\^53-1\]", replace(DOCS, b'"docs":%d' % TOO_BIG)),
-    Spec("integer-2^64-file-bytes", rf"integer {2**64} is outside \[0, 2\^53-1\]",
-         lambda d: re.sub(rb'"bytes":\d+', b'"bytes":%d' % 2**64, d, count=1)),
-    Spec("integer-5000-digits", r"not strict JSON.*(digits|limit)", replace(DOCS, b'"docs":' + b"9" * 5000)),
+    Spec(
+        "integer-2^53",
+        rf"integer {TOO_BIG} is outside \[0, 2\^53-1\]",
+        replace(DOCS, b'"docs":%d' % TOO_BIG),
+    ),
+    Spec(
+        "integer-2^64-file-bytes",
+        rf"integer {2**64} is outside \[0, 2\^53-1\]",
+        lambda d: re.sub(rb'"bytes":\d+', b'"bytes":%d' % 2**64, d, count=1),
+    ),
+    Spec(
+        "integer-5000-digits",
+        r"not strict JSON.*(digits|limit)",
+        replace(DOCS, b'"docs":' + b"9" * 5000),
+    ),
     Spec("negative-integer", r"integer -3 is outside \[0, 2\^53-1\]", replace(DOCS, b'"docs":-3')),
-    Spec("negative-integer", r"integer -3 is outside \[0, 2\^53-1\]", replace(DOCS, b'"docs":-3'), sig="canonical"),
-    Spec("negative-file-bytes", r"integer -1 is outside", lambda d: re.sub(rb'"bytes":\d+', b'"bytes":-1', d, count=1), sig="canonical"),
+    Spec(
+        "negative-integer",
+        r"integer -3 is outside \[0, 2\^53-1\]",
+        replace(DOCS, b'"docs":-3'),
+        sig="canonical",
+    ),
+    Spec(
+        "negative-file-bytes",
+        r"integer -1 is outside",
+        lambda d: re.sub(rb'"bytes":\d+', b'"bytes":-1', d, count=1),
+        sig="canonical",
+    ),
     Spec("minus-zero", NOT_CANONICAL, replace(DOCS, b'"docs":-0'), sig="canonical"),
     Spec("leading-zero", r"not strict JSON", replace(DOCS, b'"docs":03')),
     # strings: surrogates, encodings, escapes, normalization
-    Spec("lone-high-surrogate", r"lone surrogate", replace(LIB, b'"library":"plant-skills\\ud800"')),
+    Spec(
+        "lone-high-surrogate", r"lone surrogate", replace(LIB, b'"library":"plant-skills\\ud800"')
+    ),
     Spec("lone-low-surrogate", r"lone surrogate", replace(LIB, b'"library":"plant-skills\\udc00"')),
     Spec("lone-surrogate-in-key", r"lone surrogate", append_key(b"\\ud800", b"1")),
-    Spec("surrogate-as-cesu-8-bytes", r"not UTF-8", replace(LIB, b'"library":"plant-skills\xed\xa0\x80"')),
+    Spec(
+        "surrogate-as-cesu-8-bytes",
+        r"not UTF-8",
+        replace(LIB, b'"library":"plant-skills\xed\xa0\x80"'),
+    ),
     Spec("overlong-utf8", r"not UTF-8", replace(LIB, b'"library":"plant-skills\xc0\xaf"')),
-    Spec("non-nfc-library", r"not NFC-normalized", replace(LIB, '"library":"plant-skills-cafe\u0301"'.encode())),
-    Spec("non-nfc-library", r"not NFC-normalized", replace(LIB, '"library":"plant-skills-cafe\u0301"'.encode()), sig="canonical"),
-    Spec("non-nfc-version", r"not NFC-normalized", replace(b'"version":"1.0.0"', '"version":"1.0.0-e\u0301"'.encode()), sig="canonical"),
+    Spec(
+        "non-nfc-library",
+        r"not NFC-normalized",
+        replace(LIB, '"library":"plant-skills-cafe\u0301"'.encode()),
+    ),
+    Spec(
+        "non-nfc-library",
+        r"not NFC-normalized",
+        replace(LIB, '"library":"plant-skills-cafe\u0301"'.encode()),
+        sig="canonical",
+    ),
+    Spec(
+        "non-nfc-version",
+        r"not NFC-normalized",
+        replace(b'"version":"1.0.0"', '"version":"1.0.0-e\u0301"'.encode()),
+        sig="canonical",
+    ),
     Spec("non-nfc-escaped", NOT_CANONICAL, replace(LIB, b'"library":"plant-skills-cafe\\u0301"')),
-    Spec("nfc-but-escaped", NOT_CANONICAL, replace(LIB, b'"library":"plant-skills-caf\\u00e9"'), sig="canonical"),
-    Spec("escaped-ascii", NOT_CANONICAL, replace(LIB, b'"library":"plant\\u002dskills"'), sig="canonical"),
-    Spec("escaped-slash", NOT_CANONICAL, replace(LIB, b'"library":"plant\\/skills"'), sig="canonical"),
-    Spec("uppercase-hex-escape", NOT_CANONICAL, replace(LIB, b'"library":"plant-skills\\u001F"'), sig="canonical"),
+    Spec(
+        "nfc-but-escaped",
+        NOT_CANONICAL,
+        replace(LIB, b'"library":"plant-skills-caf\\u00e9"'),
+        sig="canonical",
+    ),
+    Spec(
+        "escaped-ascii",
+        NOT_CANONICAL,
+        replace(LIB, b'"library":"plant\\u002dskills"'),
+        sig="canonical",
+    ),
+    Spec(
+        "escaped-slash", NOT_CANONICAL, replace(LIB, b'"library":"plant\\/skills"'), sig="canonical"
+    ),
+    Spec(
+        "uppercase-hex-escape",
+        NOT_CANONICAL,
+        replace(LIB, b'"library":"plant-skills\\u001F"'),
+        sig="canonical",
+    ),
     Spec("non-ascii-key", r"is not ASCII", append_key("zé".encode(), b"1"), sig="canonical"),
     # depth
-    Spec("nested-lists-just-too-deep", DEPTH_MSG, append_key(b"zz", nested(JUST_TOO_DEEP)), sig="canonical"),
-    Spec("nested-objects-just-too-deep", DEPTH_MSG, append_key(b"zz", nested_objects(JUST_TOO_DEEP)), sig="canonical"),
+    Spec(
+        "nested-lists-just-too-deep",
+        DEPTH_MSG,
+        append_key(b"zz", nested(JUST_TOO_DEEP)),
+        sig="canonical",
+    ),
+    Spec(
+        "nested-objects-just-too-deep",
+        DEPTH_MSG,
+        append_key(b"zz", nested_objects(JUST_TOO_DEEP)),
+        sig="canonical",
+    ),
     Spec("nested-in-unsigned-part", DEPTH_MSG, whole_edit=_deep_signatures, sig="kept"),
     Spec("nested-100000-deep", r"not strict JSON.*recursion", append_key(b"zz", nested(100_000))),
     # size
-    Spec("over-the-size-limit", rf"{MAX_MANIFEST_BYTES:,}-byte limit", append_key(b"zz", b'"' + b"a" * MAX_MANIFEST_BYTES + b'"'), sig="canonical"),
-    Spec("over-the-size-limit-whitespace", rf"{MAX_MANIFEST_BYTES:,}-byte limit", whole_edit=lambda d: d + b" " * MAX_MANIFEST_BYTES, sig="kept"),
+    Spec(
+        "over-the-size-limit",
+        rf"{MAX_MANIFEST_BYTES:,}-byte limit",
+        append_key(b"zz", b'"' + b"a" * MAX_MANIFEST_BYTES + b'"'),
+        sig="canonical",
+    ),
+    Spec(
+        "over-the-size-limit-whitespace",
+        rf"{MAX_MANIFEST_BYTES:,}-byte limit",
+        whole_edit=lambda d: d + b" " * MAX_MANIFEST_BYTES,
+        sig="kept",
+    ),
 ]
 
 
@@ -318,25 +483,39 @@ def test_noncanonical_manifest_is_refused(spec: Spec, good: bytes, bundle: Path)
     variant = spec.make(good)
     assert variant.data != good
     # the signature is valid over what the variant claims: only non-canonicity can refuse it
-    assert verify([variant.entry], None, [PUBLIC_KEY], encoded=variant.claimed) == [PUBLIC_KEY.keyid]
+    assert verify([variant.entry], None, [PUBLIC_KEY], encoded=variant.claimed) == [
+        PUBLIC_KEY.keyid
+    ]
     (bundle / MANIFEST).write_bytes(variant.data)
     TALLY["tried"] += 1
     problems: list[str] = []
-    for how, opener in (("Manifest.from_bytes", lambda: Manifest.from_bytes(variant.data)),
-                        ("open_bundle", lambda: open_bundle(bundle, [PUBLIC], hash_all=True)),
-                        ("Library.open", lambda: Library.open(bundle, [PUBLIC]))):
+    for how, opener in (
+        ("Manifest.from_bytes", lambda: Manifest.from_bytes(variant.data)),
+        ("open_bundle", lambda: open_bundle(bundle, [PUBLIC], hash_all=True)),
+        ("Library.open", lambda: Library.open(bundle, [PUBLIC])),
+    ):
         try:
             opener()
         except FormatError as exc:
             message = str(exc)
-            if not message.startswith(f"{MANIFEST}:") or not re.search(spec.why, message, re.DOTALL):
-                problems.append(f"{how}: refused, but the message does not say why ({spec.why!r}): {message[:300]}")
+            if not message.startswith(f"{MANIFEST}:") or not re.search(
+                spec.why, message, re.DOTALL
+            ):
+                problems.append(
+                    f"{how}: refused, but the message does not say why ({spec.why!r}): {message[:300]}"
+                )
         except Exception as exc:
-            problems.append(f"{how}: raised {type(exc).__name__}, not FormatError: {str(exc)[:300]}")
+            problems.append(
+                f"{how}: raised {type(exc).__name__}, not FormatError: {str(exc)[:300]}"
+            )
         else:
             problems.append(f"{how}: ACCEPTED")
     run = run_cli("verify", str(bundle), "--key", PUBLIC)
-    if run.exit_code != 1 or "refused:" not in run.stderr or not re.search(spec.why, run.stderr, re.DOTALL):
+    if (
+        run.exit_code != 1
+        or "refused:" not in run.stderr
+        or not re.search(spec.why, run.stderr, re.DOTALL)
+    ):
         problems.append(f"handbook verify: exit {run.exit_code}, stderr {run.stderr[:300]!r}")
     if any("ACCEPTED" in p for p in problems) or run.exit_code == 0:
         TALLY["accepted"] += 1
@@ -369,10 +548,14 @@ def test_resigned_canonical_change_is_accepted(good: bytes, bundle: Path) -> Non
     value["expires"] = "2099-01-01T00:00:00Z"
     payload = canonical.dumps(value)
     data = assemble([signature_over(payload)], payload)
-    assert data == canonical.dumps({"signatures": [sign(KEY, MANIFEST_TAG, value)], "signed": value})
+    assert data == canonical.dumps(
+        {"signatures": [sign(KEY, MANIFEST_TAG, value)], "signed": value}
+    )
     (bundle / MANIFEST).write_bytes(data)
     opened = open_bundle(bundle, [PUBLIC], hash_all=True)
-    assert opened.manifest.signed.expires == "2099-01-01T00:00:00Z" and opened.signed_by == (PUBLIC_KEY.keyid,)
+    assert opened.manifest.signed.expires == "2099-01-01T00:00:00Z" and opened.signed_by == (
+        PUBLIC_KEY.keyid,
+    )
     run = run_cli("verify", str(bundle), "--key", PUBLIC)
     assert run.exit_code == 0, run.stderr
 
@@ -380,7 +563,9 @@ def test_resigned_canonical_change_is_accepted(good: bytes, bundle: Path) -> Non
 def test_depth_limit_is_exact(good: bytes, bundle: Path) -> None:
     """One level less than the refused variants passes the depth check (and is then
     refused for its unknown key, not for depth)."""
-    spec = Spec("at-the-depth-limit", "", append_key(b"zz", nested(JUST_TOO_DEEP - 1)), sig="canonical")
+    spec = Spec(
+        "at-the-depth-limit", "", append_key(b"zz", nested(JUST_TOO_DEEP - 1)), sig="canonical"
+    )
     (bundle / MANIFEST).write_bytes(spec.make(good).data)
     with pytest.raises(FormatError, match=r"unknown keys \['zz'\]"):
         open_bundle(bundle, [PUBLIC], hash_all=True)
@@ -395,10 +580,17 @@ def test_depth_limit_is_exact(good: bytes, bundle: Path) -> None:
 def _resigned_with(good: bytes, bundle: Path, **fields: str) -> None:
     _, signed = split(good)
     value = {**json.loads(signed), **fields}
-    (bundle / MANIFEST).write_bytes(canonical.dumps({"signatures": [sign(KEY, MANIFEST_TAG, value)], "signed": value}))
+    (bundle / MANIFEST).write_bytes(
+        canonical.dumps({"signatures": [sign(KEY, MANIFEST_TAG, value)], "signed": value})
+    )
 
 
-IMPOSSIBLE_TIMES = ["2026-02-30T00:00:00Z", "2026-13-01T00:00:00Z", "2026-01-01T24:00:00Z", "0000-01-01T00:00:00Z"]
+IMPOSSIBLE_TIMES = [
+    "2026-02-30T00:00:00Z",
+    "2026-13-01T00:00:00Z",
+    "2026-01-01T24:00:00Z",
+    "0000-01-01T00:00:00Z",
+]
 
 
 @pytest.mark.parametrize("expires", IMPOSSIBLE_TIMES)
@@ -420,13 +612,18 @@ def test_impossible_built_at_is_refused(good: bytes, bundle: Path, built_at: str
 def test_leap_second_expiry_far_ahead_is_accepted(good: bytes, bundle: Path) -> None:
     """The control for the two above: a real (if odd) time passes."""
     _resigned_with(good, bundle, expires="9999-12-31T23:59:60Z")
-    assert open_bundle(bundle, [PUBLIC], hash_all=True).manifest.signed.expires == "9999-12-31T23:59:60Z"
+    assert (
+        open_bundle(bundle, [PUBLIC], hash_all=True).manifest.signed.expires
+        == "9999-12-31T23:59:60Z"
+    )
 
 
 def test_zz_summary(capsys: pytest.CaptureFixture[str]) -> None:
     if TALLY["tried"] < len(SPECS):
         pytest.skip(f"only part of the module ran ({TALLY['tried']} of {len(SPECS)} variants)")
     with capsys.disabled():
-        print(f"\n[noncanonical] {TALLY['tried']} manifest variants tried (each through Manifest.from_bytes, open_bundle,"
-              f" Library.open and handbook verify), {TALLY['accepted']} accepted")
+        print(
+            f"\n[noncanonical] {TALLY['tried']} manifest variants tried (each through Manifest.from_bytes, open_bundle,"
+            f" Library.open and handbook verify), {TALLY['accepted']} accepted"
+        )
     assert TALLY["accepted"] == 0, ACCEPTED

@@ -87,13 +87,17 @@ def findings(root: Path) -> list[str]:
         ("del\x7f.md", "holds a character that is not portable"),
     ],
 )
-def test_unportable_file_names_are_refused_whatever_their_suffix(make_library: MakeLibrary, name: str, reason: str) -> None:
+def test_unportable_file_names_are_refused_whatever_their_suffix(
+    make_library: MakeLibrary, name: str, reason: str
+) -> None:
     """Files that are not `.md` (resources-to-be, stray files) are checked too: a name
     ending in a dot or space cannot be created on Windows at all."""
     config = make_library({"a.md": doc("a"), name: doc("x")})
     code, lines = check_lines(config)
     assert code == 1
-    assert len(lines) == 1 and lines[0].startswith(f"{name}:1:1: HB104 ") and reason in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith(f"{name}:1:1: HB104 ") and reason in lines[0], (
+        lines
+    )
 
 
 def test_nul_cannot_be_in_a_posix_name(tmp_path: Path) -> None:
@@ -117,7 +121,9 @@ def test_nul_cannot_be_in_a_posix_name(tmp_path: Path) -> None:
         pytest.param("a\u009fb.txt", id="C1-control-APC"),
     ],
 )
-def test_check_refuses_what_the_bundle_cannot_hold(make_library: MakeLibrary, tmp_path: Path, name: str) -> None:
+def test_check_refuses_what_the_bundle_cannot_hold(
+    make_library: MakeLibrary, tmp_path: Path, name: str
+) -> None:
     """`check` and `build` must agree: an attached file whose name a bundle cannot list
     (`check_path`) must be a finding of `check`, not an error of `build` after it passed."""
     config = make_library({"skill/SKILL.md": SKILL_DOC, f"skill/{name}": "x"})
@@ -128,7 +134,9 @@ def test_check_refuses_what_the_bundle_cannot_hold(make_library: MakeLibrary, tm
     assert code == 1 and any(f"skill/{name}:1:1: HB104" in line for line in lines), lines
 
 
-def test_an_nfd_markdown_name_builds(make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_nfd_markdown_name_builds(
+    make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A doc's own file name is not a bundle path (content is stored by hash), so an NFD
     markdown name alone is accepted by both check and build."""
     monkeypatch.delenv("CI", raising=False)  # an unsigned build is refused in CI
@@ -144,8 +152,12 @@ def test_an_nfd_markdown_name_builds(make_library: MakeLibrary, tmp_path: Path, 
         pytest.param({"notes.md": "doc", "NOTES.md/a.md": "doc"}, id="doc-vs-folder"),
     ],
 )
-def test_a_file_and_a_folder_colliding_by_case(make_library: MakeLibrary, layout: dict[str, str]) -> None:
-    config = make_library({k: doc(f"d{i}") if v == "doc" else v for i, (k, v) in enumerate(layout.items())})
+def test_a_file_and_a_folder_colliding_by_case(
+    make_library: MakeLibrary, layout: dict[str, str]
+) -> None:
+    config = make_library(
+        {k: doc(f"d{i}") if v == "doc" else v for i, (k, v) in enumerate(layout.items())}
+    )
     code, lines = check_lines(config)
     assert code == 1 and any("HB105" in line for line in lines), lines
 
@@ -153,12 +165,22 @@ def test_a_file_and_a_folder_colliding_by_case(make_library: MakeLibrary, layout
 def test_collisions_of_resources_and_docs(make_library: MakeLibrary) -> None:
     """Resources collide with each other and with docs, by case and by normalization."""
     nfc, nfd = unicodedata.normalize("NFC", "é.txt"), unicodedata.normalize("NFD", "é.txt")
-    config = make_library({"skill/SKILL.md": SKILL_DOC, "skill/Data.csv": "a", "skill/data.CSV": "b",
-                           f"skill/{nfc}": "c", f"skill/{nfd}": "d", "skill/skill.md": "e"})
+    config = make_library(
+        {
+            "skill/SKILL.md": SKILL_DOC,
+            "skill/Data.csv": "a",
+            "skill/data.CSV": "b",
+            f"skill/{nfc}": "c",
+            f"skill/{nfd}": "d",
+            "skill/skill.md": "e",
+        }
+    )
     code, lines = check_lines(config)
     assert code == 1
     hb105 = sorted(line.split(":")[0] for line in lines if " HB105 " in line)
-    assert hb105 == sorted(["skill/data.CSV", f"skill/{nfd}" if nfd > nfc else f"skill/{nfc}", "skill/skill.md"]), lines
+    assert hb105 == sorted(
+        ["skill/data.CSV", f"skill/{nfd}" if nfd > nfc else f"skill/{nfc}", "skill/skill.md"]
+    ), lines
 
 
 @pytest.fixture
@@ -206,7 +228,9 @@ def test_a_socket_is_a_special_file(docs_root: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(docs_root)  # AF_UNIX paths are short: bind a relative name
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind("sock.md")
-        assert findings(docs_root) == ["sock.md:1:1: HB103 is a special file (FIFO, socket or device); remove it from the docs root"]
+        assert findings(docs_root) == [
+            "sock.md:1:1: HB103 is a special file (FIFO, socket or device); remove it from the docs root"
+        ]
         assert not isinstance(read(docs_root, "sock.md"), Text)
 
 
@@ -218,7 +242,9 @@ def test_read_refuses_a_symlink_swapped_in_after_discovery(docs_root: Path, tmp_
     assert not isinstance(found, Text) and found.code == "HB102"
 
 
-def test_a_hardlink_is_a_regular_file_and_is_copied(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_a_hardlink_is_a_regular_file_and_is_copied(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     """Documented behaviour: a hardlink cannot be told from the file it shares an inode
     with (there is no "link" to see, only a link count), so `discover` accepts it, even
     when the other name is outside the docs root. What it holds at build time is copied
@@ -228,7 +254,9 @@ def test_a_hardlink_is_a_regular_file_and_is_copied(make_library: MakeLibrary, t
     outside = tmp_path / "outside.csv"
     outside.write_text("a,b\n1,2\n")
     os.link(outside, config.parent / "docs" / "skill" / "data.csv")
-    os.link(config.parent / "docs" / "skill" / "SKILL.md", config.parent / "docs" / "skill" / "copy.txt")
+    os.link(
+        config.parent / "docs" / "skill" / "SKILL.md", config.parent / "docs" / "skill" / "copy.txt"
+    )
     assert os.stat(outside).st_nlink == 2
     assert check_lines(config) == (0, [])
     out = tmp_path / "out"
@@ -273,9 +301,31 @@ def resign(folder: Path, change: Callable[[dict[str, FileEntry]], None]) -> byte
     return data
 
 
-UNSAFE = ["../x", "/abs", "/etc/passwd", "C:\\x", "c:/x", "a\\b", "\\\\server\\share", "a//b", "a/./b", "./a", "a/", "x\x00y",
-          "trailing.", "trailing ", "dir./x", "dir /x", "content/../../x", "content/..", "CON", "sub/nul.txt", "aux.json", "a:b",
-          "manifest.json"]
+UNSAFE = [
+    "../x",
+    "/abs",
+    "/etc/passwd",
+    "C:\\x",
+    "c:/x",
+    "a\\b",
+    "\\\\server\\share",
+    "a//b",
+    "a/./b",
+    "./a",
+    "a/",
+    "x\x00y",
+    "trailing.",
+    "trailing ",
+    "dir./x",
+    "dir /x",
+    "content/../../x",
+    "content/..",
+    "CON",
+    "sub/nul.txt",
+    "aux.json",
+    "a:b",
+    "manifest.json",
+]
 
 
 @pytest.mark.parametrize("path", UNSAFE, ids=ascii)
@@ -300,11 +350,17 @@ def test_a_signed_manifest_listing_an_unsafe_path_is_refused(bundle: Path, path:
         pytest.param(["LLMS.txt"], "'LLMS.txt' and 'llms.txt' differ only by case", id="case-fold"),
         pytest.param(["Catalog.JSON"], "differ only by case", id="case-fold-2"),
         pytest.param([unicodedata.normalize("NFD", "é.txt")], "is not ASCII", id="NFD"),
-        pytest.param([unicodedata.normalize("NFC", "é.txt"), unicodedata.normalize("NFD", "é.txt")], "is not ASCII", id="NFC-vs-NFD"),
+        pytest.param(
+            [unicodedata.normalize("NFC", "é.txt"), unicodedata.normalize("NFD", "é.txt")],
+            "is not ASCII",
+            id="NFC-vs-NFD",
+        ),
         pytest.param(["\u212a.txt", "k.txt"], "is not ASCII", id="kelvin-sign-folds-to-k"),
     ],
 )
-def test_a_signed_manifest_with_colliding_paths_is_refused(bundle: Path, extra: list[str], message: str) -> None:
+def test_a_signed_manifest_with_colliding_paths_is_refused(
+    bundle: Path, extra: list[str], message: str
+) -> None:
     """Two names for one file on a case-insensitive or normalizing filesystem. Non-ASCII
     paths never get as far as the collision check: the signed profile allows ASCII keys only."""
     data = resign(bundle, lambda files: files.update({p: FileEntry("0" * 64, 1) for p in extra}))
@@ -392,7 +448,9 @@ IN_PLACE: dict[str, Callable[[Path, Path], str]] = {
 
 @pytest.mark.parametrize("case", sorted(IN_PLACE))
 @pytest.mark.parametrize("hash_all", [True, False], ids=["verify", "fast-open"])
-def test_links_and_special_files_in_place_of_listed_ones(bundle: Path, tmp_path: Path, case: str, hash_all: bool) -> None:
+def test_links_and_special_files_in_place_of_listed_ones(
+    bundle: Path, tmp_path: Path, case: str, hash_all: bool
+) -> None:
     """Refused, with a message that names the file, both by `handbook verify`'s full open
     and by the runtime's fast open (which hashes lazily but still walks the tree)."""
     name = IN_PLACE[case](bundle, tmp_path)
@@ -420,7 +478,10 @@ def test_a_hardlink_in_a_bundle_is_a_regular_file(bundle: Path, tmp_path: Path) 
     catalog_elsewhere.write_bytes(catalog.replace(b"a", b"b", 1))
     with pytest.raises(HashMismatchError, match=r"^llms\.txt: observed sha256"):
         fast.read("llms.txt")
-    assert hashlib.sha256(fast.read("catalog.json")).hexdigest() == fast.manifest.signed.files["catalog.json"].sha256
+    assert (
+        hashlib.sha256(fast.read("catalog.json")).hexdigest()
+        == fast.manifest.signed.files["catalog.json"].sha256
+    )
     with pytest.raises(HashMismatchError, match=r"^(llms\.txt|catalog\.json): "):
         open_bundle(bundle, [PUBLIC])
 
@@ -429,7 +490,9 @@ def test_a_hardlink_in_a_bundle_is_a_regular_file(bundle: Path, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("swap", ["symlink", "fifo", "folder-symlink"])
-def test_files_swapped_after_opening_are_never_followed(bundle: Path, tmp_path: Path, swap: str) -> None:
+def test_files_swapped_after_opening_are_never_followed(
+    bundle: Path, tmp_path: Path, swap: str
+) -> None:
     """The runtime opens fast and reads content on demand: a content file swapped for a
     link or a FIFO after the open is refused when read (never followed, never blocking),
     and a content folder swapped for a link keeps being read through the descriptor of
@@ -492,13 +555,24 @@ def served(bundle: Path) -> Iterator[tuple[str, type[FilesHandler]]]:
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
 
 
-@pytest.mark.parametrize("path", ["../escaped", "content/../../escaped", "/tmp/escaped", "a\\..\\..\\escaped", "a//b"], ids=ascii)
-def test_fetch_refuses_unsafe_paths_before_downloading_them(bundle: Path, tmp_path: Path, served: Any, path: str) -> None:
+@pytest.mark.parametrize(
+    "path",
+    ["../escaped", "content/../../escaped", "/tmp/escaped", "a\\..\\..\\escaped", "a//b"],
+    ids=ascii,
+)
+def test_fetch_refuses_unsafe_paths_before_downloading_them(
+    bundle: Path, tmp_path: Path, served: Any, path: str
+) -> None:
     url, handler = served
-    resign(bundle, lambda files: files.__setitem__(path, FileEntry(hashlib.sha256(b"x").hexdigest(), 1)))
+    resign(
+        bundle,
+        lambda files: files.__setitem__(path, FileEntry(hashlib.sha256(b"x").hexdigest(), 1)),
+    )
     handler.files.update(files_of(bundle))
     handler.files[path] = b"x"
     with pytest.raises(FormatError, match="file path"):
@@ -507,9 +581,16 @@ def test_fetch_refuses_unsafe_paths_before_downloading_them(bundle: Path, tmp_pa
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "cache" / "escaped").exists()
 
 
-def test_fetch_of_a_path_listed_as_file_and_folder_is_a_bundle_error(bundle: Path, tmp_path: Path, served: Any) -> None:
+def test_fetch_of_a_path_listed_as_file_and_folder_is_a_bundle_error(
+    bundle: Path, tmp_path: Path, served: Any
+) -> None:
     url, handler = served
-    resign(bundle, lambda files: files.__setitem__("llms.txt/x", FileEntry(hashlib.sha256(b"x").hexdigest(), 1)))
+    resign(
+        bundle,
+        lambda files: files.__setitem__(
+            "llms.txt/x", FileEntry(hashlib.sha256(b"x").hexdigest(), 1)
+        ),
+    )
     handler.files.update(files_of(bundle))
     handler.files["llms.txt/x"] = b"x"
     with pytest.raises(BundleError, match=r"llms\.txt"):
@@ -545,7 +626,9 @@ def _archive(path: Path, bundle: Path, extra: str) -> Path:
     ],
     ids=ascii,
 )
-def test_archives_refuse_names_a_bundle_cannot_hold(bundle: Path, tmp_path: Path, extra: str, message: str) -> None:
+def test_archives_refuse_names_a_bundle_cannot_hold(
+    bundle: Path, tmp_path: Path, extra: str, message: str
+) -> None:
     archive = _archive(tmp_path / "b.tar.gz", bundle, extra)
     with pytest.raises(FormatError, match=message):
         unpack(archive, tmp_path / "out")

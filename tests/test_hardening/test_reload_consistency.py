@@ -91,11 +91,17 @@ def write_sources(root: Path, label: str, add_doc: bool = False) -> Path:
     assert "version: 1.0.0" in text
     config.write_text(text.replace("version: 1.0.0", f"version: {version}"), encoding="utf-8")
     modbus = root / "docs" / "protocols" / "modbus.md"
-    modbus.write_text(modbus.read_text(encoding="utf-8") + f"\n## Edition\n\nThis is the {marker} edition of the Modbus guide.\n",
-                      encoding="utf-8")
+    modbus.write_text(
+        modbus.read_text(encoding="utf-8")
+        + f"\n## Edition\n\nThis is the {marker} edition of the Modbus guide.\n",
+        encoding="utf-8",
+    )
     device = root / "docs" / "devices" / "acme-ac200.md"
-    device.write_text(device.read_text(encoding="utf-8") + f"\nChecked against the {marker} field notes on compressor pressure.\n",
-                      encoding="utf-8")
+    device.write_text(
+        device.read_text(encoding="utf-8")
+        + f"\nChecked against the {marker} field notes on compressor pressure.\n",
+        encoding="utf-8",
+    )
     if add_doc:
         (root / "docs" / "devices" / "aaa-extra.md").write_text(EXTRA_DOC, encoding="utf-8")
     return config
@@ -107,7 +113,11 @@ def publish_two(work: Path, add_doc: bool = False) -> tuple[Path, dict[str, Path
     out = work / "site" / "bundle"
     folders: dict[str, Path] = {}
     for label in ("B", "A"):
-        build(load_config(write_sources(work / f"src-{label}", label, add_doc and label == "B")), out, KEY)
+        build(
+            load_config(write_sources(work / f"src-{label}", label, add_doc and label == "B")),
+            out,
+            KEY,
+        )
         folders[label] = Path(os.path.realpath(out))
     assert folders["A"] != folders["B"] and folders["B"].is_dir()
     return out, folders
@@ -143,7 +153,9 @@ def expected_answers(folders: dict[str, Path]) -> dict[str, dict[str, dict[str, 
             assert "error" not in answer and answer.get("found", True), (label, path, answer)
             out[path][label] = normalized(path, json.loads(json.dumps(answer)))
     for path, answers in out.items():
-        assert answers["A"] != answers["B"], f"{path} answers the same for both versions: it cannot tell them apart"
+        assert answers["A"] != answers["B"], (
+            f"{path} answers the same for both versions: it cannot tell them apart"
+        )
     return out
 
 
@@ -177,15 +189,23 @@ class ReloadFigures:
         return [
             f"clients {self.clients}, swaps {self.swaps} ({len(self.reload_failures)} reloads refused), "
             f"requests {self.requests} ({rate:.0f}/s over {self.load_seconds:.1f} s; {self.answers['A']} from A, {self.answers['B']} from B)",
-            f"errors {self.errors}, mixed responses {self.mixed}" + (f" {dict(self.mixed_by_path)}" if self.mixed else ""),
+            f"errors {self.errors}, mixed responses {self.mixed}"
+            + (f" {dict(self.mixed_by_path)}" if self.mixed else ""),
             f"tampered third version refused: {self.corrupt_refused}; {self.served_after_refusal} kept serving; "
             f"last_reload_error: {self.last_reload_error}",
             f"{self.seconds:.1f} s in all",
         ]
 
 
-def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = False, pause: float = 0.02,
-                    log: Callable[[str], None] | None = None) -> ReloadFigures:
+def reload_campaign(
+    work: Path,
+    swaps: int,
+    clients: int,
+    *,
+    add_doc: bool = False,
+    pause: float = 0.02,
+    log: Callable[[str], None] | None = None,
+) -> ReloadFigures:
     figures = ReloadFigures(clients=clients)
     started = time.perf_counter()
     out, folders = publish_two(work, add_doc)
@@ -197,14 +217,23 @@ def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = Fal
     stop = threading.Event()
 
     def client(n: int) -> None:
-        count, by_path, answers, mixed, errors, examples = 0, Counter[str](), Counter[str](), Counter[str](), 0, []
+        count, by_path, answers, mixed, errors, examples = (
+            0,
+            Counter[str](),
+            Counter[str](),
+            Counter[str](),
+            0,
+            [],
+        )
         while not stop.is_set():
             path = PATHS[(n + count) % len(PATHS)]
             count += 1
             by_path[path] += 1
             try:
                 status, body = get_json(address, path)
-            except Exception as exc:  # a refused or broken connection is an error to count, not a crash
+            except (
+                Exception
+            ) as exc:  # a refused or broken connection is an error to count, not a crash
                 errors += 1
                 examples.append(f"{path}: {type(exc).__name__}: {exc}")
                 continue
@@ -229,7 +258,9 @@ def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = Fal
             figures.examples.extend(examples[: max(0, 10 - len(figures.examples))])
 
     with live(create_app(library)) as address:
-        threads = [threading.Thread(target=client, args=(n,), name=f"client-{n}") for n in range(clients)]
+        threads = [
+            threading.Thread(target=client, args=(n,), name=f"client-{n}") for n in range(clients)
+        ]
         load_started = time.perf_counter()
         for thread in threads:
             thread.start()
@@ -244,7 +275,11 @@ def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = Fal
                 point(out, folders[current], f"swap{k}")
                 answer = library.reload()
                 figures.swaps += 1
-                if not (answer.get("reloaded") and answer.get("changed") and versions.get(answer["version"]) == current):
+                if not (
+                    answer.get("reloaded")
+                    and answer.get("changed")
+                    and versions.get(answer["version"]) == current
+                ):
                     figures.reload_failures.append(f"swap {k} to {current}: {answer}")
                 if log is not None and (k + 1) % 100 == 0:
                     log(f"{k + 1} swaps in {time.perf_counter() - load_started:.1f} s")
@@ -253,7 +288,9 @@ def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = Fal
             # a third version, valid when built, published with one content file tampered
             reloader = Reloader(library, out, interval=0.02)
             reloader.start()
-            built = build(load_config(write_sources(work / "src-C", "C")), work / "c" / "bundle", KEY).bundle
+            built = build(
+                load_config(write_sources(work / "src-C", "C")), work / "c" / "bundle", KEY
+            ).bundle
             corrupt = out.parent / f"{out.name}.versions" / f"{built.path.name}-tampered"
             shutil.copytree(built.path, corrupt)
             modbus = next(d for d in built.catalog.docs if d.id == "protocol.modbus")
@@ -277,13 +314,17 @@ def reload_campaign(work: Path, swaps: int, clients: int, *, add_doc: bool = Fal
         status, body = get_json(address, "/api/v1/status")
         assert status == 200
         figures.last_reload_error = body.get("last_reload_error")
-        figures.corrupt_refused = figures.last_reload_error is not None and body.get("version") == VERSIONS["B"][0]
+        figures.corrupt_refused = (
+            figures.last_reload_error is not None and body.get("version") == VERSIONS["B"][0]
+        )
         figures.served_after_refusal = f"{body.get('library')} {body.get('version')}"
         for path in PATHS[1:]:  # and answers exactly as B did
             status, answer = get_json(address, path)
             if status != 200 or answer != expected[path]["B"]:
                 figures.corrupt_refused = False
-                figures.examples.append(f"after the refusal, {path}: HTTP {status}: {json.dumps(answer)[:300]}")
+                figures.examples.append(
+                    f"after the refusal, {path}: HTTP {status}: {json.dumps(answer)[:300]}"
+                )
     figures.seconds = time.perf_counter() - started
     return figures
 
@@ -295,12 +336,16 @@ def test_hot_reload_under_load_answers_from_exactly_one_bundle(tmp_path: Path) -
     assert figures.swaps in (SWAPS, SWAPS + 1)
     assert figures.errors == 0, "\n".join(figures.examples)
     assert figures.mixed == 0, "\n".join(figures.examples)
-    assert figures.answers["A"] > 0 and figures.answers["B"] > 0, "both versions should have answered"
+    assert figures.answers["A"] > 0 and figures.answers["B"] > 0, (
+        "both versions should have answered"
+    )
     assert figures.requests == figures.answers.total()
     # the tampered third version: refused, the second keeps serving, status names the file
     assert figures.corrupt_refused, "\n".join(figures.examples)
     assert figures.last_reload_error is not None
-    assert figures.corrupt_file in figures.last_reload_error and "sha256" in figures.last_reload_error
+    assert (
+        figures.corrupt_file in figures.last_reload_error and "sha256" in figures.last_reload_error
+    )
 
 
 # -- the same races, made deterministic ---------------------------------------------------
@@ -312,7 +357,9 @@ def two_versions(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
     return publish_two(tmp_path, add_doc=True)
 
 
-def test_a_get_during_a_reload_answers_the_doc_asked_for(two_versions: tuple[Path, dict[str, Path]]) -> None:
+def test_a_get_during_a_reload_answers_the_doc_asked_for(
+    two_versions: tuple[Path, dict[str, Path]],
+) -> None:
     """`reload` replaces `_state` then clears `_by_id`. Dropping the old state frees the
     old bundle, whose `Tree` finalizer runs Python code: CPython may switch threads
     there, and the load test above sees it happen (with `add_doc`, a few answers in a
@@ -320,7 +367,9 @@ def test_a_get_during_a_reload_answers_the_doc_asked_for(two_versions: tuple[Pat
     a request on another thread and waits for it."""
     out, folders = two_versions
     library = Library.open(out, [PUBLIC])
-    assert library.get("device.acme.ac200")["id"] == "device.acme.ac200"  # the id map of A is cached
+    assert (
+        library.get("device.acme.ac200")["id"] == "device.acme.ac200"
+    )  # the id map of A is cached
     seen: list[dict[str, Any]] = []
 
     def another_request() -> None:
@@ -332,12 +381,17 @@ def test_a_get_during_a_reload_answers_the_doc_asked_for(two_versions: tuple[Pat
     point(out, folders["B"], "b")
     assert library.reload()["version"] == VERSIONS["B"][0]
     assert seen, "the old bundle was not freed during the reload"
-    assert library.get("device.acme.ac200")["id"] == "device.acme.ac200"  # afterwards all is well again
-    assert seen[0].get("id") == "device.acme.ac200", f"asked for device.acme.ac200, got {seen[0].get('id')}"
+    assert (
+        library.get("device.acme.ac200")["id"] == "device.acme.ac200"
+    )  # afterwards all is well again
+    assert seen[0].get("id") == "device.acme.ac200", (
+        f"asked for device.acme.ac200, got {seen[0].get('id')}"
+    )
 
 
-def test_status_during_a_reload_describes_one_bundle(two_versions: tuple[Path, dict[str, Path]],
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_during_a_reload_describes_one_bundle(
+    two_versions: tuple[Path, dict[str, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A status request that started on A while a reload to B completes: its version,
     doc count and language counts must all be A's. The reload is run at the moment the
     status reads the signature state (a Python call, where CPython may switch threads)."""
@@ -357,7 +411,11 @@ def test_status_during_a_reload_describes_one_bundle(two_versions: tuple[Path, d
 
     monkeypatch.setattr(Bundle, "signature_state", property(signature_state))
     answer = library.status()
-    assert not armed and library.version == VERSIONS["B"][0], "the reload did not happen during the status call"
-    assert "error" not in answer, answer  # BUG: an IndexError (A's docs by B's positions), as an internal_error
+    assert not armed and library.version == VERSIONS["B"][0], (
+        "the reload did not happen during the status call"
+    )
+    assert "error" not in answer, (
+        answer
+    )  # BUG: an IndexError (A's docs by B's positions), as an internal_error
     assert answer["version"] == VERSIONS["A"][0], answer
     assert sum(c["documents"] for c in answer["languages"].values()) == answer["docs"], answer

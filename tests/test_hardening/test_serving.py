@@ -115,8 +115,16 @@ def raw_request(address: tuple[str, int], data: bytes) -> tuple[int, bytes]:
 
 
 METHODS = ["PUT", "DELETE", "PATCH", "TRACE", "OPTIONS", "PROPFIND", "FROBNICATE", "get", "M" * 200]
-ROUTES = ["/", "/guide/", "/no/such/page", "/api/v1/get?id=protocol.modbus", "/api/v1/openapi.json",
-          "/bundle/catalog.json", "/bundle/manifest.json", "/mcp"]
+ROUTES = [
+    "/",
+    "/guide/",
+    "/no/such/page",
+    "/api/v1/get?id=protocol.modbus",
+    "/api/v1/openapi.json",
+    "/bundle/catalog.json",
+    "/bundle/manifest.json",
+    "/mcp",
+]
 
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m[:20])
@@ -125,7 +133,12 @@ def test_unknown_methods_are_4xx_never_5xx(server: tuple[str, int], method: str)
     least), and TRACE echoes nothing back (no cross-site tracing of headers)."""
     statuses = {}
     for path in ROUTES:
-        status, _, body = request(server, path, {"X-Probe": "echo-me-not", "Content-Type": "application/json"}, method=method)
+        status, _, body = request(
+            server,
+            path,
+            {"X-Probe": "echo-me-not", "Content-Type": "application/json"},
+            method=method,
+        )
         statuses[path] = status
         assert b"echo-me-not" not in body
     assert all(400 <= s < 500 for s in statuses.values()), statuses
@@ -147,8 +160,23 @@ def test_head_of_a_bundle_file_has_no_body(server: tuple[str, int]) -> None:
 _RECORDING = False
 _RECORDED: list[tuple[str, Any, int]] = []
 _HOOKED = False
-_WATCHED = ("open", "os.listdir", "os.scandir", "os.chdir", "os.mkdir", "os.remove", "os.rename", "os.rmdir",
-            "os.symlink", "os.link", "os.truncate", "os.chmod", "os.chown", "shutil.copyfile", "shutil.rmtree")
+_WATCHED = (
+    "open",
+    "os.listdir",
+    "os.scandir",
+    "os.chdir",
+    "os.mkdir",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "os.chown",
+    "shutil.copyfile",
+    "shutil.rmtree",
+)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -165,17 +193,51 @@ def _install_hook() -> None:
 
 
 HOSTILE_PATHS = [
-    "/%2e%2e/", "/%2e%2e/%2e%2e/etc/passwd", "/.%2e/.%2e/etc/passwd", "/%252f", "/%252e%252e%252fetc%252fpasswd",
-    "/..%5c", "/..%5c..%5cetc%5cpasswd", "//host", "//host/etc/passwd", "///etc/passwd",
-    "/bundle/../../etc/passwd", "/bundle/%2e%2e/%2e%2e/etc/passwd", "/bundle/content/%2e%2e%2f%2e%2e%2fmanifest.json",
-    "/bundle/secret.txt", "/bundle/", "/bundle/content/", "/bundle/manifest.json/..", "/bundle/catalog.json%2f",
-    "/%00", "/index.html%00", "/index.html%00.css", "/bundle/catalog.json%00", "/%ff%fe", "/%C3%A9",
-    "/leak.txt", "/linked/secret.txt", "/linked/passwd", "/loop.html", "/pipe.html", "/guide/..%2f..%2fleak.txt",
-    "/guide/%2e%2e/%2e%2e/secret.txt", "/" + "a" * 10_240, "/bundle/" + "a" * 10_240,
-    "/api/v1/get?id=" + "x" * 10_240, "/api/v1/get?id=../../etc/passwd", "/api/v1/get?id=%2fetc%2fpasswd&section=%00",
-    "/api/v1/resource?id=guide.about&path=../../../etc/passwd", "/api/v1/resource?id=guide.about&path=%2fetc%2fpasswd",
-    "/api/v1/%2e%2e%2fopenapi.json", "/api/v1/..%2f..%2fetc%2fpasswd", "/api/v1/search?query=" + "../" * 1000,
-    "/api/v1/list?" + "a" * 5000 + "=1", "/api/v1/get?id=%00%ff%fe", "/mcp/../etc/passwd", "/mcp%2f..%2fleak.txt",
+    "/%2e%2e/",
+    "/%2e%2e/%2e%2e/etc/passwd",
+    "/.%2e/.%2e/etc/passwd",
+    "/%252f",
+    "/%252e%252e%252fetc%252fpasswd",
+    "/..%5c",
+    "/..%5c..%5cetc%5cpasswd",
+    "//host",
+    "//host/etc/passwd",
+    "///etc/passwd",
+    "/bundle/../../etc/passwd",
+    "/bundle/%2e%2e/%2e%2e/etc/passwd",
+    "/bundle/content/%2e%2e%2f%2e%2e%2fmanifest.json",
+    "/bundle/secret.txt",
+    "/bundle/",
+    "/bundle/content/",
+    "/bundle/manifest.json/..",
+    "/bundle/catalog.json%2f",
+    "/%00",
+    "/index.html%00",
+    "/index.html%00.css",
+    "/bundle/catalog.json%00",
+    "/%ff%fe",
+    "/%C3%A9",
+    "/leak.txt",
+    "/linked/secret.txt",
+    "/linked/passwd",
+    "/loop.html",
+    "/pipe.html",
+    "/guide/..%2f..%2fleak.txt",
+    "/guide/%2e%2e/%2e%2e/secret.txt",
+    "/" + "a" * 10_240,
+    "/bundle/" + "a" * 10_240,
+    "/api/v1/get?id=" + "x" * 10_240,
+    "/api/v1/get?id=../../etc/passwd",
+    "/api/v1/get?id=%2fetc%2fpasswd&section=%00",
+    "/api/v1/resource?id=guide.about&path=../../../etc/passwd",
+    "/api/v1/resource?id=guide.about&path=%2fetc%2fpasswd",
+    "/api/v1/%2e%2e%2fopenapi.json",
+    "/api/v1/..%2f..%2fetc%2fpasswd",
+    "/api/v1/search?query=" + "../" * 1000,
+    "/api/v1/list?" + "a" * 5000 + "=1",
+    "/api/v1/get?id=%00%ff%fe",
+    "/mcp/../etc/passwd",
+    "/mcp%2f..%2fleak.txt",
 ]
 RAW_REQUESTS = [
     b"GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
@@ -187,20 +249,43 @@ RAW_REQUESTS = [
     b"GET /guide/../../leak.txt HTTP/1.0\r\n\r\n",
     b"GET /bundle/./../leak.txt HTTP/1.1\r\nHost: ../../etc\r\nConnection: close\r\n\r\n",
 ]
-WARM_UP = ["/", "/style.css", "/guide/", "/guide", "/no/such/page", "/bundle/catalog.json", "/bundle/manifest.json",
-           "/api/v1/status", "/api/v1/get?id=nope", "/api/v1/get?id=protocol.modbus", "/api/v1/search?query=modbus",
-           "/api/v1/list", "/api/v1/resource?id=guide.about&path=x", "/api/v1/openapi.json", "/api/v1/get?id=" + "x" * 5000]
+WARM_UP = [
+    "/",
+    "/style.css",
+    "/guide/",
+    "/guide",
+    "/no/such/page",
+    "/bundle/catalog.json",
+    "/bundle/manifest.json",
+    "/api/v1/status",
+    "/api/v1/get?id=nope",
+    "/api/v1/get?id=protocol.modbus",
+    "/api/v1/search?query=modbus",
+    "/api/v1/list",
+    "/api/v1/resource?id=guide.about&path=x",
+    "/api/v1/openapi.json",
+    "/api/v1/get?id=" + "x" * 5000,
+]
 
 
-def test_no_file_is_opened_but_those_of_the_site_map(server: tuple[str, int], library: Library, site: Path, outside: Path) -> None:
+def test_no_file_is_opened_but_those_of_the_site_map(
+    server: tuple[str, int], library: Library, site: Path, outside: Path
+) -> None:
     """Every `open` (and every folder listing or change) made by the server while it
     answers hostile requests is recorded by an audit hook; only files of the map made by
     the one walk at start may be among them, and none may resolve outside the site."""
     global _RECORDING
     site_map = SiteFiles(site).files
     allowed = {os.fspath(p) for p in site_map.values()}
-    assert set(site_map) == {"index.html", "404.html", "style.css", "guide/index.html"}  # no link, FIFO or bundle/
-    for name in library.bundle.manifest.signed.files:  # the bundle is served from memory: read it all first
+    assert set(site_map) == {
+        "index.html",
+        "404.html",
+        "style.css",
+        "guide/index.html",
+    }  # no link, FIFO or bundle/
+    for name in (
+        library.bundle.manifest.signed.files
+    ):  # the bundle is served from memory: read it all first
         library.bundle.read(name)
     for path in WARM_UP:  # lazy imports and mimetypes' own files, before recording
         request(server, path)
@@ -223,8 +308,10 @@ def test_no_file_is_opened_but_those_of_the_site_map(server: tuple[str, int], li
     events = [(event, target) for event, target, thread in _RECORDED if thread != client]
     opened = [os.fsdecode(t) if isinstance(t, bytes | str) else t for e, t in events if e == "open"]
     others = [(e, t) for e, t in events if e != "open"]
-    print(f"\n{len(HOSTILE_PATHS) + len(RAW_REQUESTS)} hostile requests, statuses {dict(sorted(statuses.items()))}; "
-          f"{len(opened)} file opens ({len(set(opened))} distinct: {sorted(set(map(str, opened)))}), {len(others)} other file events")
+    print(
+        f"\n{len(HOSTILE_PATHS) + len(RAW_REQUESTS)} hostile requests, statuses {dict(sorted(statuses.items()))}; "
+        f"{len(opened)} file opens ({len(set(opened))} distinct: {sorted(set(map(str, opened)))}), {len(others)} other file events"
+    )
     assert others == []
     assert set(opened) <= allowed, set(opened) - allowed
     real_site = os.path.realpath(site)
@@ -249,7 +336,11 @@ def test_the_audit_hook_sees_site_reads(server: tuple[str, int], site: Path) -> 
         assert request(server, "/no/such/page")[0] == 404
     finally:
         _RECORDING = False
-    opened = {os.fsdecode(t) for e, t, thread in _RECORDED if e == "open" and thread != client and isinstance(t, str | bytes)}
+    opened = {
+        os.fsdecode(t)
+        for e, t, thread in _RECORDED
+        if e == "open" and thread != client and isinstance(t, str | bytes)
+    }
     assert opened == {os.fspath(site / "style.css"), os.fspath(site / "404.html")}
 
 
@@ -286,7 +377,9 @@ def test_a_404_page_removed_after_start_is_still_a_404(library: Library, own_sit
 
 
 @pytest.mark.parametrize("swap", ["file", "folder"])
-def test_a_site_file_swapped_for_a_symlink_is_not_followed(library: Library, own_site: Path, outside: Path, swap: str) -> None:
+def test_a_site_file_swapped_for_a_symlink_is_not_followed(
+    library: Library, own_site: Path, outside: Path, swap: str
+) -> None:
     with live(create_app(library, site=own_site)) as address:
         if swap == "file":
             (own_site / "style.css").unlink()
@@ -331,7 +424,9 @@ def test_a_site_file_swapped_for_a_fifo_blocks_nothing(library: Library, own_sit
             except OSError as exc:
                 results["home"] = exc
         finally:
-            with contextlib.suppress(OSError):  # unblock a server stuck opening the FIFO, so that it can stop
+            with contextlib.suppress(
+                OSError
+            ):  # unblock a server stuck opening the FIFO, so that it can stop
                 os.close(os.open(own_site / "style.css", os.O_WRONLY | os.O_NONBLOCK))
             asker.join()
         assert results == {"home": 200, "fifo": 404}, results
@@ -340,19 +435,48 @@ def test_a_site_file_swapped_for_a_fifo_blocks_nothing(library: Library, own_sit
 # -- (c) MCP: Origin, on every method, with a token too; no CORS grant anywhere -----------------
 
 
-INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}})
-CALL = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-    "name": "knowledge_get", "arguments": {"doc_id": "protocol.modbus", "section": None}}})
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+)
+CALL = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "knowledge_get",
+            "arguments": {"doc_id": "protocol.modbus", "section": None},
+        },
+    }
+)
 
 
-def mcp_request(address: tuple[str, int], method: str, body: str | None, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+def mcp_request(
+    address: tuple[str, int], method: str, body: str | None, headers: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
     import http.client
 
     conn = http.client.HTTPConnection(*address, timeout=30)
     try:
-        conn.request(method, "/mcp", body=body, headers={"Content-Type": "application/json",
-                                                         "Accept": "application/json, text/event-stream", **headers})
+        conn.request(
+            method,
+            "/mcp",
+            body=body,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
         response = conn.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
     finally:
@@ -384,7 +508,12 @@ def test_mcp_refuses_foreign_origins_on_every_method(server: tuple[str, int], or
 
 
 def test_mcp_accepts_its_own_origins(server: tuple[str, int]) -> None:
-    for origin in [f"http://127.0.0.1:{server[1]}", f"http://localhost:{server[1]}", "http://localhost", f"https://[::1]:{server[1]}"]:
+    for origin in [
+        f"http://127.0.0.1:{server[1]}",
+        f"http://localhost:{server[1]}",
+        "http://localhost",
+        f"https://[::1]:{server[1]}",
+    ]:
         assert mcp_request(server, "POST", INITIALIZE, {"Origin": origin})[0] == 200, origin
 
 
@@ -392,36 +521,100 @@ def test_a_valid_token_does_not_excuse_a_foreign_origin(library: Library) -> Non
     with live(create_app(library, token=TOKEN, mcp=http_app(library))) as address:
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         assert mcp_request(address, "POST", CALL, bearer)[0] == 200
-        assert mcp_request(address, "POST", CALL, {**bearer, "Origin": "https://evil.example"})[0] == 403
+        assert (
+            mcp_request(address, "POST", CALL, {**bearer, "Origin": "https://evil.example"})[0]
+            == 403
+        )
         assert mcp_request(address, "POST", CALL, {**bearer, "Host": "evil.example"})[0] == 421
-        assert mcp_request(address, "POST", CALL, {"Origin": f"http://127.0.0.1:{address[1]}"})[0] == 401
+        assert (
+            mcp_request(address, "POST", CALL, {"Origin": f"http://127.0.0.1:{address[1]}"})[0]
+            == 401
+        )
 
 
 def test_no_cors_grant_on_any_route(server: tuple[str, int]) -> None:
     """A page on another origin may send simple GETs but must not be allowed to read the
     answers: no route grants CORS, not even to a preflight."""
     evil = {"Origin": "https://evil.example"}
-    for path in ["/", "/api/v1/status", "/api/v1/get?id=protocol.modbus", "/bundle/catalog.json", "/api/v1/openapi.json"]:
+    for path in [
+        "/",
+        "/api/v1/status",
+        "/api/v1/get?id=protocol.modbus",
+        "/bundle/catalog.json",
+        "/api/v1/openapi.json",
+    ]:
         for method in ("GET", "OPTIONS"):
-            headers = {**evil, "Access-Control-Request-Method": "GET"} if method == "OPTIONS" else evil
+            headers = (
+                {**evil, "Access-Control-Request-Method": "GET"} if method == "OPTIONS" else evil
+            )
             _, answer_headers, _ = request(server, path, headers, method=method)
-            assert not [h for h in answer_headers if h.startswith("access-control-")], (path, method, answer_headers)
+            assert not [h for h in answer_headers if h.startswith("access-control-")], (
+                path,
+                method,
+                answer_headers,
+            )
 
 
 # -- (d) OpenAPI-driven property run ------------------------------------------------------------
 
-JUNK_NAMES = ["x", "", "id[]", "__proto__", "constructor", "limit ", "Query", "q", "ids[0]", "\u00e9", "a" * 300, "%00", "self", "lang"]
+JUNK_NAMES = [
+    "x",
+    "",
+    "id[]",
+    "__proto__",
+    "constructor",
+    "limit ",
+    "Query",
+    "q",
+    "ids[0]",
+    "\u00e9",
+    "a" * 300,
+    "%00",
+    "self",
+    "lang",
+]
 JUNK_VALUES = st.one_of(
     st.text(max_size=80),
-    st.integers(-10**12, 10**12).map(str),
+    st.integers(-(10**12), 10**12).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from(["", "null", "None", "true", "false", "any", "[]", "{}", "*", "~", "^", "a*b*c*", "+-", "x~3", "title:x",
-                     "1e309", "-0", "0x10", "9" * 40, "protocol.modbus", "device.acme.ac200", "register map", "modbus,mqtt",
-                     "protocol.modbus=deadbeef", "../../etc/passwd", "\x00", "\ud7ff", "a" * 5000]),
+    st.sampled_from(
+        [
+            "",
+            "null",
+            "None",
+            "true",
+            "false",
+            "any",
+            "[]",
+            "{}",
+            "*",
+            "~",
+            "^",
+            "a*b*c*",
+            "+-",
+            "x~3",
+            "title:x",
+            "1e309",
+            "-0",
+            "0x10",
+            "9" * 40,
+            "protocol.modbus",
+            "device.acme.ac200",
+            "register map",
+            "modbus,mqtt",
+            "protocol.modbus=deadbeef",
+            "../../etc/passwd",
+            "\x00",
+            "\ud7ff",
+            "a" * 5000,
+        ]
+    ),
 )
 
 
-def values_for(name: str, schema: dict[str, Any], known: dict[str, list[str]]) -> st.SearchStrategy[str]:
+def values_for(
+    name: str, schema: dict[str, Any], known: dict[str, list[str]]
+) -> st.SearchStrategy[str]:
     """Values for a declared parameter: what its schema allows (enums, integer ranges),
     real ids, sections and revisions of the served library, and junk."""
     declared: list[st.SearchStrategy[str]] = []
@@ -430,18 +623,33 @@ def values_for(name: str, schema: dict[str, Any], known: dict[str, list[str]]) -
     kinds = schema.get("type")
     kinds = kinds if isinstance(kinds, list) else [kinds]
     if "integer" in kinds:
-        declared.append(st.integers(schema.get("minimum", -5) - 2, schema.get("maximum", 200) + 2).map(str))
+        declared.append(
+            st.integers(schema.get("minimum", -5) - 2, schema.get("maximum", 200) + 2).map(str)
+        )
     if name in ("id", "doc_id"):
         declared.append(st.sampled_from(known["ids"]))
     elif name == "ids":
-        declared.append(st.lists(st.sampled_from(known["ids"] + ["nope", ""]), max_size=4).map(",".join))
+        declared.append(
+            st.lists(st.sampled_from(known["ids"] + ["nope", ""]), max_size=4).map(",".join)
+        )
     elif name == "section":
         declared.append(st.sampled_from(known["sections"]))
     elif name in ("revision", "revisions"):
         pairs = [f"{i}={r}" for i, r in zip(known["ids"], known["revisions"], strict=True)]
         declared.append(st.sampled_from(known["revisions"] if name == "revision" else pairs))
     elif name in ("query", "question"):
-        declared.append(st.sampled_from(["modbus", "register map", "what is the word order", "mqtt qos", "modb*", "registr~1"]))
+        declared.append(
+            st.sampled_from(
+                [
+                    "modbus",
+                    "register map",
+                    "what is the word order",
+                    "mqtt qos",
+                    "modb*",
+                    "registr~1",
+                ]
+            )
+        )
     return st.one_of(*declared, JUNK_VALUES) if declared else JUNK_VALUES
 
 
@@ -450,28 +658,53 @@ def test_openapi_property_run(server: tuple[str, int]) -> None:
     assert status == 200
     ids = [d["id"] for d in get_json(server, "/api/v1/list")[1]["docs"]]
     docs = [get_json(server, f"/api/v1/get?id={i}")[1] for i in ids]
-    known = {"ids": ids, "revisions": [d["revision"] for d in docs],
-             "sections": sorted({s[k] for d in docs for s in d["sections"] for k in ("title", "anchor")})}
+    known = {
+        "ids": ids,
+        "revisions": [d["revision"] for d in docs],
+        "sections": sorted(
+            {s[k] for d in docs for s in d["sections"] for k in ("title", "anchor")}
+        ),
+    }
     Draft202012Validator.check_schema({"type": "object"})
     operations: dict[str, tuple[dict[str, st.SearchStrategy[str]], Draft202012Validator]] = {}
     for path, item in document["paths"].items():
         operation = item["get"]
         schema = operation["responses"]["200"]["content"]["application/json"]["schema"]
         Draft202012Validator.check_schema(schema)
-        params = {p["name"]: values_for(p["name"], p.get("schema", {}), known) for p in operation.get("parameters", [])}
+        params = {
+            p["name"]: values_for(p["name"], p.get("schema", {}), known)
+            for p in operation.get("parameters", [])
+        }
         operations[path] = (params, Draft202012Validator(schema))
     counts: Counter[str] = Counter()
     violations: list[str] = []
     server_errors: list[str] = []
 
-    @settings(max_examples=500, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=500,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         path = data.draw(st.sampled_from(sorted(operations)), label="path")
         declared, validator = operations[path]
-        names = data.draw(st.lists(st.sampled_from(sorted(declared) or ["x"]), max_size=4, unique=True), label="declared")
-        junk = data.draw(st.sampled_from([[], [], [], ["x"], ["x", "\u00e9"]]).flatmap(
-            lambda some: st.lists(st.sampled_from(JUNK_NAMES), max_size=2, unique=True) if some else st.just([])), label="junk")
+        names = data.draw(
+            st.lists(st.sampled_from(sorted(declared) or ["x"]), max_size=4, unique=True),
+            label="declared",
+        )
+        junk = data.draw(
+            st.sampled_from([[], [], [], ["x"], ["x", "\u00e9"]]).flatmap(
+                lambda some: (
+                    st.lists(st.sampled_from(JUNK_NAMES), max_size=2, unique=True)
+                    if some
+                    else st.just([])
+                )
+            ),
+            label="junk",
+        )
         params = [(n, data.draw(declared.get(n, JUNK_VALUES), label=n)) for n in names]
         params += [(n, data.draw(JUNK_VALUES, label=n)) for n in junk]
         query = urllib.parse.urlencode(params, errors="surrogatepass")
@@ -488,15 +721,21 @@ def test_openapi_property_run(server: tuple[str, int]) -> None:
             counts["validated"] += 1
             errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.absolute_path))
             if errors:
-                violations.append(f"{path}?{query[:200]}: {errors[0].message} at {list(errors[0].absolute_path)}")
+                violations.append(
+                    f"{path}?{query[:200]}: {errors[0].message} at {list(errors[0].absolute_path)}"
+                )
         else:
             assert isinstance(answer, dict)
 
     run()
-    print(f"\nOpenAPI run: {counts['requests']} requests, {counts['validated']} 200 bodies validated, "
-          f"{len(server_errors)} server errors, {len(violations)} schema violations")
+    print(
+        f"\nOpenAPI run: {counts['requests']} requests, {counts['validated']} 200 bodies validated, "
+        f"{len(server_errors)} server errors, {len(violations)} schema violations"
+    )
     for key in sorted(k for k in counts if k.startswith("/")):
         print(f"  {key}: {counts[key]}")
     assert server_errors == []
     assert violations == []
-    assert {p for p in operations if counts[f"{p} 200"] == 0} == set(), "every endpoint answered 200 at least once"
+    assert {p for p in operations if counts[f"{p} 200"] == 0} == set(), (
+        "every endpoint answered 200 at least once"
+    )

@@ -47,8 +47,14 @@ CHANGED_DOC = "device.acme.ac300"
 CHANGED_RESOURCE = "registers.csv"
 NEW_WORDS = "A second edition adds this line."
 
-TALLY: dict[str, int] = {"tried": 0, "accepted": 0, "strict_tried": 0, "lazy_tried": 0,
-                         "refused_at_open": 0, "refused_on_read": 0}
+TALLY: dict[str, int] = {
+    "tried": 0,
+    "accepted": 0,
+    "strict_tried": 0,
+    "lazy_tried": 0,
+    "refused_at_open": 0,
+    "refused_on_read": 0,
+}
 ACCEPTED: list[str] = []
 
 
@@ -104,11 +110,16 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Versions:
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("build"))
     doc = source / "docs" / "devices" / "ac300" / "index.md"
     text = doc.read_text(encoding="utf-8")
-    edited = text.replace("keywords: [ac300, ac-300, compressor, acme]", "keywords: [ac300, ac-300, compressor, acme, oil]")
+    edited = text.replace(
+        "keywords: [ac300, ac-300, compressor, acme]",
+        "keywords: [ac300, ac-300, compressor, acme, oil]",
+    )
     assert edited != text, "the example doc changed; update the edit"
     doc.write_text(edited + f"\n{NEW_WORDS}\n", encoding="utf-8")
     table = source / "docs" / "devices" / "ac300" / CHANGED_RESOURCE
-    table.write_text(table.read_text(encoding="utf-8") + "3,oil_level,uint16,%,1\n", encoding="utf-8")
+    table.write_text(
+        table.read_text(encoding="utf-8") + "3,oil_level,uint16,%,1\n", encoding="utf-8"
+    )
     new_link = base / "new" / "bundle"
     new = _build(dataclasses.replace(load_config(source / "mkdocs.yml"), version="1.0.1"), new_link)
 
@@ -134,7 +145,9 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Versions:
         owner.setdefault(entry.content, (entry.id, None))
         for resource in entry.resources:
             owner.setdefault(resource.file, (entry.id, resource.path))
-    assert any(name.startswith("resources/") for name in files), "the example lost its attached files"
+    assert any(name.startswith("resources/") for name in files), (
+        "the example lost its attached files"
+    )
     return Versions(old, new, old_link, new_link, tuple(files), replacement, owner)
 
 
@@ -194,10 +207,14 @@ def _names_it(message: str, name: str, mutation: str, versions: Versions) -> boo
         return True
     # A validly signed manifest of the other version: refused because the files do not
     # match it, and the message names the first file that does not.
-    return mutation == "other-version" and any(f in message for f in (*versions.files, *_files(versions.new)))
+    return mutation == "other-version" and any(
+        f in message for f in (*versions.files, *_files(versions.new))
+    )
 
 
-def _handler_answers(lib: Library, name: str, versions: Versions) -> list[tuple[str, dict[str, Any]]]:
+def _handler_answers(
+    lib: Library, name: str, versions: Versions
+) -> list[tuple[str, dict[str, Any]]]:
     """The agent-facing answers that need the tampered file."""
     if name in versions.owner:
         doc_id, resource = versions.owner[name]
@@ -209,7 +226,9 @@ def _handler_answers(lib: Library, name: str, versions: Versions) -> list[tuple[
     return []
 
 
-def _check_strict(copy: Path, name: str, mutation: str, versions: Versions, problems: list[str]) -> bool:
+def _check_strict(
+    copy: Path, name: str, mutation: str, versions: Versions, problems: list[str]
+) -> bool:
     """True when accepted."""
     TALLY["strict_tried"] += 1
     label = f"{name} / {mutation} / open_bundle(hash_all=True)"
@@ -226,7 +245,9 @@ def _check_strict(copy: Path, name: str, mutation: str, versions: Versions, prob
     return True
 
 
-def _check_lazy(copy: Path, name: str, mutation: str, versions: Versions, problems: list[str]) -> bool:
+def _check_lazy(
+    copy: Path, name: str, mutation: str, versions: Versions, problems: list[str]
+) -> bool:
     """True when accepted: opened, and the tampered file read without complaint."""
     TALLY["lazy_tried"] += 1
     label = f"{name} / {mutation} / Library.open"
@@ -235,7 +256,9 @@ def _check_lazy(copy: Path, name: str, mutation: str, versions: Versions, proble
     except BundleError as exc:
         TALLY["refused_at_open"] += 1
         if not _names_it(str(exc), name, mutation, versions):
-            problems.append(f"{label}: refused at open, but the message does not name the file: {exc}")
+            problems.append(
+                f"{label}: refused at open, but the message does not name the file: {exc}"
+            )
         return False
     except Exception as exc:
         problems.append(f"{label}: raised {type(exc).__name__} (not a BundleError): {exc}")
@@ -257,9 +280,13 @@ def _check_lazy(copy: Path, name: str, mutation: str, versions: Versions, proble
             data = lib.bundle.read(name)
         except BundleError as exc:
             if not _names_it(str(exc), name, mutation, versions):
-                problems.append(f"{label}: {attempt} refused, but the message does not name the file: {exc}")
+                problems.append(
+                    f"{label}: {attempt} refused, but the message does not name the file: {exc}"
+                )
         except Exception as exc:
-            problems.append(f"{label}: {attempt} raised {type(exc).__name__} (not a BundleError): {exc}")
+            problems.append(
+                f"{label}: {attempt} raised {type(exc).__name__} (not a BundleError): {exc}"
+            )
         else:
             problems.append(f"{label}: ACCEPTED ({attempt} handed out {len(data)} bytes)")
             return True
@@ -417,7 +444,9 @@ EXTRAS: dict[str, Callable[[Path, Path, Versions], str]] = {
 
 
 @pytest.mark.parametrize("extra", list(EXTRAS))
-def test_unlisted_links_and_special_files_are_refused(versions: Versions, tmp_path: Path, extra: str) -> None:
+def test_unlisted_links_and_special_files_are_refused(
+    versions: Versions, tmp_path: Path, extra: str
+) -> None:
     copy = _copy(versions, tmp_path, "copy")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -425,9 +454,11 @@ def test_unlisted_links_and_special_files_are_refused(versions: Versions, tmp_pa
     TALLY["tried"] += 1
     accepted = False
     problems: list[str] = []
-    for mode, opener in (("open_bundle(hash_all=True)", lambda: open_bundle(copy, [PUBLIC], hash_all=True)),
-                         ("open_bundle(hash_all=False)", lambda: open_bundle(copy, [PUBLIC], hash_all=False)),
-                         ("Library.open", lambda: Library.open(copy, [PUBLIC]))):
+    for mode, opener in (
+        ("open_bundle(hash_all=True)", lambda: open_bundle(copy, [PUBLIC], hash_all=True)),
+        ("open_bundle(hash_all=False)", lambda: open_bundle(copy, [PUBLIC], hash_all=False)),
+        ("Library.open", lambda: Library.open(copy, [PUBLIC])),
+    ):
         try:
             opener()
         except BundleError as exc:
@@ -459,7 +490,9 @@ def test_hardlinked_file_is_refused_on_first_read(versions: Versions, tmp_path: 
 # -- tampered after a lazy open ------------------------------------------------------------------
 
 
-def test_files_tampered_after_a_lazy_open_are_never_handed_out(versions: Versions, tmp_path: Path) -> None:
+def test_files_tampered_after_a_lazy_open_are_never_handed_out(
+    versions: Versions, tmp_path: Path
+) -> None:
     """A lazily opened library whose files change on disk afterwards (in place, or
     replaced by a new file): each read hands out the verified bytes it already holds or
     refuses; never the new bytes."""
@@ -485,18 +518,24 @@ def test_files_tampered_after_a_lazy_open_are_never_handed_out(versions: Version
             if data != (versions.old / name).read_bytes():
                 TALLY["accepted"] += 1
                 ACCEPTED.append(f"after-open {how} {name}")
-                problems.append(f"{how} {name}: handed out {len(data)} bytes that are not the verified ones")
+                problems.append(
+                    f"{how} {name}: handed out {len(data)} bytes that are not the verified ones"
+                )
         answer = lib.get(CHANGED_DOC)
         assert NEW_WORDS not in json.dumps(answer), answer
     assert not problems, "\n".join(problems)
 
 
-def test_live_server_never_serves_bytes_tampered_after_open(versions: Versions, tmp_path: Path) -> None:
+def test_live_server_never_serves_bytes_tampered_after_open(
+    versions: Versions, tmp_path: Path
+) -> None:
     """The served bundle changed in place under a running server: the API answers a
     structured error (or the bytes verified before), /bundle/ never the new bytes."""
     copy = _copy(versions, tmp_path, "served")
     library = Library.open(copy, [PUBLIC])
-    doc_file = next(n for n, (doc, res) in versions.owner.items() if doc == CHANGED_DOC and res is None)
+    doc_file = next(
+        n for n, (doc, res) in versions.owner.items() if doc == CHANGED_DOC and res is None
+    )
     with live(create_app(library)) as address:
         (copy / doc_file).write_bytes(versions.replacement[doc_file])
         status, body = get_json(address, f"/api/v1/get?id={CHANGED_DOC}")
@@ -524,11 +563,13 @@ def _publish(link: Path, target: Path) -> None:
 def _tamper_file(mutation: str) -> Callable[[Path, Versions], str]:
     def tamper(bundle: Path, versions: Versions) -> str:
         changed = sorted(set(_files(versions.new)) - set(versions.files))
-        name = {"flip-middle": next(n for n in changed if n.startswith("content/")),
-                "flip-first": "catalog.json",
-                "truncate-1": "search.bin",
-                "append-1": next(n for n in changed if n.startswith("resources/")),
-                "flip-last": MANIFEST}[mutation]
+        name = {
+            "flip-middle": next(n for n in changed if n.startswith("content/")),
+            "flip-first": "catalog.json",
+            "truncate-1": "search.bin",
+            "append-1": next(n for n in changed if n.startswith("resources/")),
+            "flip-last": MANIFEST,
+        }[mutation]
         MUTATIONS[mutation](bundle / name, name, versions)
         return name
 
@@ -601,7 +642,10 @@ def test_live_server_refuses_tampered_publishes(versions: Versions, tmp_path: Pa
             assert answer["reloaded"] is False and answer["version"] == "1.0.0", (label, answer)
             assert library.last_reload_error is not None
             if name == MANIFEST:
-                assert "signature" in library.last_reload_error or MANIFEST in library.last_reload_error, (label, library.last_reload_error)
+                assert (
+                    "signature" in library.last_reload_error
+                    or MANIFEST in library.last_reload_error
+                ), (label, library.last_reload_error)
                 named = "signature" if "signature" in library.last_reload_error else MANIFEST
             assert named in library.last_reload_error, (label, library.last_reload_error)
             assert library.reload()["reloaded"] is False  # a second look refuses it too
@@ -612,7 +656,9 @@ def test_live_server_refuses_tampered_publishes(versions: Versions, tmp_path: Pa
         good = _copy(versions, tmp_path, "v1.0.1-good", source=versions.new)
         _publish(link, good)
         answer = reloader.check()
-        assert answer is not None and answer["reloaded"] is True and answer["version"] == "1.0.1", answer
+        assert answer is not None and answer["reloaded"] is True and answer["version"] == "1.0.1", (
+            answer
+        )
         status, body = get_json(address, "/api/v1/status")
         assert status == 200 and body["version"] == "1.0.1" and body["last_reload_error"] is None
         status, body = get_json(address, f"/api/v1/get?id={CHANGED_DOC}")
@@ -625,7 +671,13 @@ def test_live_server_refuses_tampered_publishes(versions: Versions, tmp_path: Pa
 
 def test_zz_summary(versions: Versions, capsys: pytest.CaptureFixture[str]) -> None:
     """Print what was tried (run last: it reads the module's tally)."""
-    expected = len(versions.files) * len(MUTATIONS) + len(EXTRAS) + len(LIVE_TAMPERS) + 2 * len(versions.files) + 1
+    expected = (
+        len(versions.files) * len(MUTATIONS)
+        + len(EXTRAS)
+        + len(LIVE_TAMPERS)
+        + 2 * len(versions.files)
+        + 1
+    )
     if TALLY["tried"] < expected:
         pytest.skip(f"only part of the module ran ({TALLY['tried']} of {expected} variants)")
     with capsys.disabled():

@@ -99,16 +99,27 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Files]:
     changed = base / "changed"
     shutil.copytree(EXAMPLE, changed, ignore=shutil.ignore_patterns("build"))
     mqtt = changed / "docs" / "protocols" / "mqtt.md"
-    mqtt.write_text(mqtt.read_text(encoding="utf-8") + "\nOne more line in version 5.\n", encoding="utf-8")
+    mqtt.write_text(
+        mqtt.read_text(encoding="utf-8") + "\nOne more line in version 5.\n", encoding="utf-8"
+    )
     made: dict[str, Files] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv(TRUSTED_KEYS_ENV, raising=False)
-        for name, source, version, key in [("v4", EXAMPLE, "4.0.0", OLD_KEY), ("v5", changed, "5.0.0", OLD_KEY),
-                                           ("v6-new", EXAMPLE, "6.0.0", NEW_KEY)]:
-            build(dataclasses.replace(load_config(source / "mkdocs.yml"), version=version), base / name, key)
+        for name, source, version, key in [
+            ("v4", EXAMPLE, "4.0.0", OLD_KEY),
+            ("v5", changed, "5.0.0", OLD_KEY),
+            ("v6-new", EXAMPLE, "6.0.0", NEW_KEY),
+        ]:
+            build(
+                dataclasses.replace(load_config(source / "mkdocs.yml"), version=version),
+                base / name,
+                key,
+            )
             made[name] = files_of(base / name)
     new_sig = Manifest.from_bytes(made["v6-new"][MANIFEST]).signatures[0]
-    made["v6-both"] = with_signatures(made["v6-new"], sign(OLD_KEY, MANIFEST_TAG, signed_payload(made["v6-new"])), new_sig)
+    made["v6-both"] = with_signatures(
+        made["v6-new"], sign(OLD_KEY, MANIFEST_TAG, signed_payload(made["v6-new"])), new_sig
+    )
     return made
 
 
@@ -166,10 +177,19 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
     return {"cache_dir": tmp_path / "cache", "state_dir": tmp_path / "state"}
 
 
-def fetch(url: str, dirs: dict[str, Path], keys: list[PublicKey] | None = None, *, state: str | None = None, **options: Any) -> Library:
+def fetch(
+    url: str,
+    dirs: dict[str, Path],
+    keys: list[PublicKey] | None = None,
+    *,
+    state: str | None = None,
+    **options: Any,
+) -> Library:
     """Library.open(url); `state` names a state folder of its own (a fresh version mark)."""
     where = dict(dirs, state_dir=dirs["state_dir"].with_name(f"state-{state}")) if state else dirs
-    return Library.open(url, [str(k) for k in (keys if keys is not None else [OLD])], **where, **options)
+    return Library.open(
+        url, [str(k) for k in (keys if keys is not None else [OLD])], **where, **options
+    )
 
 
 def marks(dirs: dict[str, Path]) -> dict[str, Any]:
@@ -186,12 +206,16 @@ def mark_key(*keys: PublicKey) -> str:
 # -- mix-and-match, unlisted files ---------------------------------------------------------------
 
 
-def test_a_file_of_another_version_is_refused_naming_it(server: Server, bundles: dict[str, Files], tmp_path: Path) -> None:
+def test_a_file_of_another_version_is_refused_naming_it(
+    server: Server, bundles: dict[str, Files], tmp_path: Path
+) -> None:
     """Every file that differs between v4 and v5 (catalog, indexes, llms.txt, a content
     file), served from v4 inside v5, is refused by name; the cache never holds it and no
     version mark is written."""
     v4, v5 = bundles["v4"], bundles["v5"]
-    swaps = {name: v4[name] for name in v5 if name != MANIFEST and name in v4 and v4[name] != v5[name]}
+    swaps = {
+        name: v4[name] for name in v5 if name != MANIFEST and name in v4 and v4[name] != v5[name]
+    }
     only4, only5 = sorted(set(v4) - set(v5)), sorted(set(v5) - set(v4))
     assert len(only4) == len(only5) == 1 and only5[0].startswith("content/")  # the changed doc
     swaps[only5[0]] = v4[only4[0]]
@@ -204,14 +228,23 @@ def test_a_file_of_another_version_is_refused_naming_it(server: Server, bundles:
         assert str(info.value).startswith(f"{name}: downloaded "), str(info.value)
         assert not (dirs["cache_dir"] / "objects" / hashlib.sha256(old_bytes).hexdigest()).exists()
         assert marks(dirs) == {}
-    print(f"\nmix-and-match: {len(swaps)} files of v4 inside v5, each refused by name: {sorted(swaps)}")
+    print(
+        f"\nmix-and-match: {len(swaps)} files of v4 inside v5, each refused by name: {sorted(swaps)}"
+    )
 
 
-def test_unlisted_files_on_the_server_are_never_fetched_or_served(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_unlisted_files_on_the_server_are_never_fetched_or_served(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     from handbook.http import create_app
 
-    extras = {"extra.txt": b"unlisted", "content/evil.md": b"# evil\n", "manifest.json.sig": b"x", "resources/deadbeef": b"x",
-              "index.html": b"<script>evil</script>"}
+    extras = {
+        "extra.txt": b"unlisted",
+        "content/evil.md": b"# evil\n",
+        "manifest.json.sig": b"x",
+        "resources/deadbeef": b"x",
+        "index.html": b"<script>evil</script>",
+    }
     url = server.publish("v5x", {**bundles["v5"], **extras})
     lib = fetch(url, dirs)
     listed = set(lib.bundle.manifest.signed.files)
@@ -229,8 +262,9 @@ def test_unlisted_files_on_the_server_are_never_fetched_or_served(server: Server
 # -- the cache and the state file fail closed ---------------------------------------------------
 
 
-def test_a_poisoned_or_symlinked_cache_object_is_fetched_again(server: Server, bundles: dict[str, Files], dirs: dict[str, Path],
-                                                               tmp_path: Path) -> None:
+def test_a_poisoned_or_symlinked_cache_object_is_fetched_again(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path], tmp_path: Path
+) -> None:
     url = server.publish("v5", bundles["v5"])
     fetch(url, dirs)
     objects = dirs["cache_dir"] / "objects"
@@ -250,7 +284,9 @@ def test_a_poisoned_or_symlinked_cache_object_is_fetched_again(server: Server, b
     assert not (objects / llms_sha).is_symlink() and decoy.read_bytes() == bundles["v5"]["llms.txt"]
 
 
-def test_a_tampered_assembled_folder_is_rebuilt(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_a_tampered_assembled_folder_is_rebuilt(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     url = server.publish("v5", bundles["v5"])
     folder = fetch(url, dirs).bundle.path
     victim = next(p for p in sorted((folder / "content").iterdir()))
@@ -262,7 +298,9 @@ def test_a_tampered_assembled_folder_is_rebuilt(server: Server, bundles: dict[st
     open_bundle(folder, [OLD])  # every hash holds again
 
 
-def test_an_unreadable_high_water_file_refuses(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_an_unreadable_high_water_file_refuses(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     url = server.publish("v5", bundles["v5"])
     dirs["state_dir"].mkdir(parents=True)
     state = dirs["state_dir"] / "highwater.json"
@@ -273,8 +311,9 @@ def test_an_unreadable_high_water_file_refuses(server: Server, bundles: dict[str
 
 
 @pytest.mark.parametrize("target", ["file:///etc/passwd", "file://{manifest}"])
-def test_a_redirect_to_a_local_file_is_not_followed(server: Server, bundles: dict[str, Files], dirs: dict[str, Path],
-                                                    tmp_path: Path, target: str) -> None:
+def test_a_redirect_to_a_local_file_is_not_followed(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path], tmp_path: Path, target: str
+) -> None:
     local = tmp_path / "manifest.json"
     local.write_bytes(bundles["v5"][MANIFEST])
     url = server.publish("redirect", {**bundles["v5"]})
@@ -286,7 +325,9 @@ def test_a_redirect_to_a_local_file_is_not_followed(server: Server, bundles: dic
 # -- key rotation --------------------------------------------------------------------------------
 
 
-def test_rotation_trusting_old_and_new(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_rotation_trusting_old_and_new(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     v4, v6 = server.publish("v4", bundles["v4"]), server.publish("v6", bundles["v6-new"])
     with pytest.raises(SignatureError, match="0 valid signature"):
         fetch(v6, dirs, [OLD])  # before the client learns the new key
@@ -298,7 +339,9 @@ def test_rotation_trusting_old_and_new(server: Server, bundles: dict[str, Files]
     assert both.status()["signed_by"] == [OLD.keyid, NEW.keyid]
 
 
-def test_a_co_signature_added_later_is_another_bundle(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_a_co_signature_added_later_is_another_bundle(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     """Documented behaviour ("one version must always be the same bundle"): the mark pins
     the whole manifest's hash, signatures included, so the same payload published again
     with one more signature (as during a rotation) needs a new version."""
@@ -307,39 +350,61 @@ def test_a_co_signature_added_later_is_another_bundle(server: Server, bundles: d
         fetch(server.publish("v6b", bundles["v6-both"]), dirs, [OLD, NEW])
 
 
-def test_rotation_trusting_only_the_new_key(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_rotation_trusting_only_the_new_key(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     with pytest.raises(SignatureError, match="0 valid signature"):
         fetch(server.publish("v4", bundles["v4"]), dirs, [NEW])
     assert fetch(server.publish("v6", bundles["v6-new"]), dirs, [NEW]).version == "6.0.0"
     both = fetch(server.publish("v6b", bundles["v6-both"]), dirs, [NEW], state="both")
-    assert both.status()["signed_by"] == [NEW.keyid]  # the old key's signature is ignored, not counted
+    assert both.status()["signed_by"] == [
+        NEW.keyid
+    ]  # the old key's signature is ignored, not counted
     assert marks(dirs).keys() == {mark_key(NEW)}
 
 
-def test_the_mark_is_kept_per_set_of_trusted_keys(server: Server, bundles: dict[str, Files], dirs: dict[str, Path],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_mark_is_kept_per_set_of_trusted_keys(
+    server: Server,
+    bundles: dict[str, Files],
+    dirs: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Documented: "trusting other keys starts afresh". The state file holds one mark per
     (library, set of trusted keys); adding a key starts a new mark, so a client that
     rotates may accept, once, an older bundle than it had seen (see the report)."""
-    v4, v5, v6 = (server.publish(n, bundles[b]) for n, b in [("v4", "v4"), ("v5", "v5"), ("v6", "v6-new")])
+    v4, v5, v6 = (
+        server.publish(n, bundles[b]) for n, b in [("v4", "v4"), ("v5", "v5"), ("v6", "v6-new")]
+    )
     fetch(v5, dirs, [OLD])
     with pytest.raises(RollbackError, match=r"4\.0\.0 is older than 5\.0\.0"):
         fetch(v4, dirs, [OLD])
     assert {k: m["version"] for k, m in marks(dirs).items()} == {mark_key(OLD): "5.0.0"}
 
     assert fetch(v4, dirs, [OLD, NEW]).version == "4.0.0"  # a new key set: a fresh mark
-    assert {k: m["version"] for k, m in marks(dirs).items()} == {mark_key(OLD): "5.0.0", mark_key(OLD, NEW): "4.0.0"}
+    assert {k: m["version"] for k, m in marks(dirs).items()} == {
+        mark_key(OLD): "5.0.0",
+        mark_key(OLD, NEW): "4.0.0",
+    }
     fetch(v6, dirs, [NEW, OLD])
     with pytest.raises(RollbackError, match=r"5\.0\.0 is older than 6\.0\.0"):
         fetch(v5, dirs, [OLD, NEW])
-    monkeypatch.setenv(TRUSTED_KEYS_ENV, str(NEW))  # keys from the environment belong to the set too
+    monkeypatch.setenv(
+        TRUSTED_KEYS_ENV, str(NEW)
+    )  # keys from the environment belong to the set too
     with pytest.raises(RollbackError, match=r"older than 6\.0\.0"):
         fetch(v5, dirs, [OLD])
     monkeypatch.delenv(TRUSTED_KEYS_ENV)
     fetch(v6, dirs, [NEW])
     state = marks(dirs)
-    assert {k: m["version"] for k, m in state.items()} == {mark_key(OLD): "5.0.0", mark_key(OLD, NEW): "6.0.0", mark_key(NEW): "6.0.0"}
-    assert state[mark_key(NEW)]["manifest_sha256"] == hashlib.sha256(bundles["v6-new"][MANIFEST]).hexdigest()
+    assert {k: m["version"] for k, m in state.items()} == {
+        mark_key(OLD): "5.0.0",
+        mark_key(OLD, NEW): "6.0.0",
+        mark_key(NEW): "6.0.0",
+    }
+    assert (
+        state[mark_key(NEW)]["manifest_sha256"]
+        == hashlib.sha256(bundles["v6-new"][MANIFEST]).hexdigest()
+    )
     assert state[mark_key(NEW)]["source"] == v6
 
 
@@ -360,8 +425,9 @@ def _good_sig(files: Files) -> bytes:
     return base64.b64decode(Manifest.from_bytes(files[MANIFEST]).signatures[0]["sig"])
 
 
-def test_a_trusted_signature_for_another_purpose_is_refused(server: Server, bundles: dict[str, Files], dirs: dict[str, Path],
-                                                            tmp_path: Path) -> None:
+def test_a_trusted_signature_for_another_purpose_is_refused(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path], tmp_path: Path
+) -> None:
     """Domain separation in a real bundle: the trusted key's signature of this very payload
     under another tag, of the payload alone, or of tag + payload without the length
     prefix, is not a manifest signature. Over HTTP nothing but the manifest is fetched."""
@@ -400,7 +466,9 @@ MANGLED = {
 }
 
 
-def test_mangled_signatures_in_a_manifest_are_refused(server: Server, bundles: dict[str, Files], dirs: dict[str, Path]) -> None:
+def test_mangled_signatures_in_a_manifest_are_refused(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
     """The unit policy of test_signing.py, through Manifest.from_bytes and fetch: alone,
     each mangled signature is refused; beside the good one, it is ignored, never counted."""
     good = _good_sig(bundles["v5"])
@@ -409,7 +477,13 @@ def test_mangled_signatures_in_a_manifest_are_refused(server: Server, bundles: d
         assert bad != good
         with pytest.raises(SignatureError, match="0 valid signature"):
             fetch(server.publish(f"m{n}", with_signatures(bundles["v5"], _entry(OLD, bad))), dirs)
-        lib = fetch(server.publish(f"m{n}", with_signatures(bundles["v5"], _entry(OLD, bad), _entry(OLD, good))), dirs, state=str(n))
+        lib = fetch(
+            server.publish(
+                f"m{n}", with_signatures(bundles["v5"], _entry(OLD, bad), _entry(OLD, good))
+            ),
+            dirs,
+            state=str(n),
+        )
         assert lib.status()["signed_by"] == [OLD.keyid], name
 
 
@@ -470,14 +544,23 @@ def sign_with_nonce(private: Any, message: bytes, nonce: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def second_valid_sig(bundles: dict[str, Files]) -> bytes:
-    message = signing_input(MANIFEST_TAG, None, encoded=Manifest.from_bytes(bundles["v5"][MANIFEST]).canonical_signed())
-    sig = sign_with_nonce(OLD_KEY, message, nonce=int.from_bytes(hashlib.sha256(b"another nonce").digest(), "little"))
+    message = signing_input(
+        MANIFEST_TAG, None, encoded=Manifest.from_bytes(bundles["v5"][MANIFEST]).canonical_signed()
+    )
+    sig = sign_with_nonce(
+        OLD_KEY, message, nonce=int.from_bytes(hashlib.sha256(b"another nonce").digest(), "little")
+    )
     assert sig != _good_sig(bundles["v5"]) and OLD.verifies(sig, message)
     return sig
 
 
-def test_threshold_two_counts_one_key_once(server: Server, bundles: dict[str, Files], dirs: dict[str, Path],
-                                           second_valid_sig: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threshold_two_counts_one_key_once(
+    server: Server,
+    bundles: dict[str, Files],
+    dirs: dict[str, Path],
+    second_valid_sig: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     v5 = bundles["v5"]
     good = _good_sig(v5)
     one_key = {
@@ -489,7 +572,9 @@ def test_threshold_two_counts_one_key_once(server: Server, bundles: dict[str, Fi
     }
     for n, (name, entries) in enumerate(one_key.items()):
         url = server.publish(f"t{n}", with_signatures(v5, *entries))
-        with pytest.raises(SignatureError, match=r"1 valid signature\(s\) by trusted keys, 2 required"):
+        with pytest.raises(
+            SignatureError, match=r"1 valid signature\(s\) by trusted keys, 2 required"
+        ):
             fetch(url, dirs, [OLD, NEW], threshold=2)
         assert server.requests_for(f"t{n}") == [MANIFEST], name
     url = server.publish("dup-trust", v5)
@@ -518,7 +603,10 @@ def test_summary_of_the_public_vectors() -> None:
 
     from handbook.errors import KeyFormatError
 
-    wycheproof, cctv = VECTORS / "wycheproof_ed25519_test.json", VECTORS / "cctv_ed25519vectors.json"
+    wycheproof, cctv = (
+        VECTORS / "wycheproof_ed25519_test.json",
+        VECTORS / "cctv_ed25519vectors.json",
+    )
     if not (wycheproof.is_file() and cctv.is_file()):
         pytest.skip(f"vectors missing under {VECTORS}")
 
@@ -536,17 +624,35 @@ def test_summary_of_the_public_vectors() -> None:
         return True
 
     data = json.loads(wycheproof.read_text())
-    verdicts = [(t["result"] == "valid", ours(bytes.fromhex(g["publicKey"]["pk"]), bytes.fromhex(t["sig"]), bytes.fromhex(t["msg"])))
-                for g in data["testGroups"] for t in g["tests"]]
+    verdicts = [
+        (
+            t["result"] == "valid",
+            ours(
+                bytes.fromhex(g["publicKey"]["pk"]),
+                bytes.fromhex(t["sig"]),
+                bytes.fromhex(t["msg"]),
+            ),
+        )
+        for g in data["testGroups"]
+        for t in g["tests"]
+    ]
     vectors = json.loads(cctv.read_text())
-    rows = [(set(v["flags"] or []), (bytes.fromhex(v["key"]), bytes.fromhex(v["sig"]), v["msg"].encode())) for v in vectors]
+    rows = [
+        (
+            set(v["flags"] or []),
+            (bytes.fromhex(v["key"]), bytes.fromhex(v["sig"]), v["msg"].encode()),
+        )
+        for v in vectors
+    ]
     accepted = [flags for flags, args in rows if ours(*args)]
     plain = sum(theirs(*args) for _, args in rows)
     bad_key = sum(bool({"low_order_A", "non_canonical_A"} & flags) for flags in accepted)
     matching = sum(expected == got for expected, got in verdicts)
-    print(f"\nWycheproof: {matching}/{len(verdicts)} verdicts match ({sum(e for e, _ in verdicts)} valid, "
-          f"{sum(not e for e, _ in verdicts)} invalid); CCTV: {len(rows)} vectors, {len(accepted)} accepted under the policy, "
-          f"{plain} by cryptography alone, {plain - len(accepted)} refused at key load, {bad_key} accepted with a low-order "
-          "or non-canonical key")
+    print(
+        f"\nWycheproof: {matching}/{len(verdicts)} verdicts match ({sum(e for e, _ in verdicts)} valid, "
+        f"{sum(not e for e, _ in verdicts)} invalid); CCTV: {len(rows)} vectors, {len(accepted)} accepted under the policy, "
+        f"{plain} by cryptography alone, {plain - len(accepted)} refused at key load, {bad_key} accepted with a low-order "
+        "or non-canonical key"
+    )
     assert matching == len(verdicts)
     assert bad_key == 0 and len(accepted) <= plain

@@ -59,7 +59,9 @@ def listed_files(bundle: Path) -> list[str]:
 
 
 def test_example_builds_and_verifies(tmp_path: Path) -> None:
-    run = run_cli("build", "--config", str(EXAMPLE), "--out", str(tmp_path / "b"), "--key", str(KEY_FILE))
+    run = run_cli(
+        "build", "--config", str(EXAMPLE), "--out", str(tmp_path / "b"), "--key", str(KEY_FILE)
+    )
     assert run.exit_code == 0, run.stderr
     assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 12 files")
     verified = run_cli("verify", str(tmp_path / "b"), "--key", PUBLIC)
@@ -91,7 +93,11 @@ def test_llms_txt_groups_links_by_kind(built: Path) -> None:
     text = (built / "llms.txt").read_text()
     assert text.startswith("# Plant floor handbook (example)\n\n> Protocol guides")
     assert "## device\n\n- [Acme AC-200 air compressor (fictional)](devices/acme-ac200/): " in text
-    assert [line for line in text.splitlines() if line.startswith("## ")] == ["## device", "## guide", "## protocol"]
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## device",
+        "## guide",
+        "## protocol",
+    ]
 
 
 def test_builds_are_byte_identical(tmp_path: Path, built: Path) -> None:
@@ -123,11 +129,24 @@ DAMAGE = {"flip": _flip, "truncate": _truncate, "append": _append, "delete": Pat
 
 
 def _damage_cases() -> list[tuple[str, str]]:
-    return [(name, how) for how in DAMAGE for name in ["manifest.json", "catalog.json", "index.json", "tools.json", "llms.txt", "content/*"]]
+    return [
+        (name, how)
+        for how in DAMAGE
+        for name in [
+            "manifest.json",
+            "catalog.json",
+            "index.json",
+            "tools.json",
+            "llms.txt",
+            "content/*",
+        ]
+    ]
 
 
 @pytest.mark.parametrize(("name", "how"), _damage_cases())
-def test_every_damaged_file_is_refused_naming_it(built: Path, tmp_path: Path, name: str, how: str) -> None:
+def test_every_damaged_file_is_refused_naming_it(
+    built: Path, tmp_path: Path, name: str, how: str
+) -> None:
     bundle = copy_of(built, tmp_path)
     targets = sorted(bundle.glob(name))
     assert targets
@@ -135,7 +154,9 @@ def test_every_damaged_file_is_refused_naming_it(built: Path, tmp_path: Path, na
         fresh = copy_of(built, tmp_path / target.name)
         victim = fresh / target.relative_to(bundle)
         DAMAGE[how](victim)
-        with pytest.raises((FormatError, HashMismatchError, MissingFileError, SignatureError)) as info:
+        with pytest.raises(
+            (FormatError, HashMismatchError, MissingFileError, SignatureError)
+        ) as info:
             open_bundle(fresh, [PUBLIC])
         if name != "manifest.json":
             assert str(info.value).startswith(str(victim.relative_to(fresh))), info.value
@@ -146,14 +167,19 @@ def test_refusals_name_their_cause(built: Path, tmp_path: Path) -> None:
     bundle = copy_of(built, tmp_path)
     content = sorted(bundle.glob("content/*"))[0]
     _append(content)
-    with pytest.raises(HashMismatchError, match=rf"^{content.relative_to(bundle)}: observed .*\+ bytes, the manifest lists"):
+    with pytest.raises(
+        HashMismatchError,
+        match=rf"^{content.relative_to(bundle)}: observed .*\+ bytes, the manifest lists",
+    ):
         open_bundle(bundle, [PUBLIC])
 
 
 def test_extra_file_and_folder_are_refused(built: Path, tmp_path: Path) -> None:
     bundle = copy_of(built, tmp_path)
     (bundle / "content" / "extra.md").write_text("not listed")
-    with pytest.raises(UnlistedFileError, match=r"content/extra\.md: present in the bundle but not listed"):
+    with pytest.raises(
+        UnlistedFileError, match=r"content/extra\.md: present in the bundle but not listed"
+    ):
         open_bundle(bundle, [PUBLIC])
     (bundle / "content" / "extra.md").unlink()
     (bundle / "assets").mkdir()
@@ -166,7 +192,10 @@ def test_symlinked_file_is_refused(built: Path, tmp_path: Path) -> None:
     (tmp_path / "llms.txt").write_bytes((bundle / "llms.txt").read_bytes())
     (bundle / "llms.txt").unlink()
     (bundle / "llms.txt").symlink_to(tmp_path / "llms.txt")
-    with pytest.raises(FormatError, match=r"llms\.txt: not a regular file \(a symlink or special file\); symlinks are refused"):
+    with pytest.raises(
+        FormatError,
+        match=r"llms\.txt: not a regular file \(a symlink or special file\); symlinks are refused",
+    ):
         open_bundle(bundle, [PUBLIC])
 
 
@@ -179,7 +208,9 @@ def test_untrusted_key_swapped_signature_and_unsigned(built: Path, tmp_path: Pat
     bundle = copy_of(built, tmp_path)
     manifest = json.loads((bundle / "manifest.json").read_bytes())
     other = load_private_key(other_pem)
-    manifest["signatures"][0]["sig"] = __import__("base64").b64encode(other.sign(b"something else")).decode()
+    manifest["signatures"][0]["sig"] = (
+        __import__("base64").b64encode(other.sign(b"something else")).decode()
+    )
     from handbook import canonical
 
     (bundle / "manifest.json").write_bytes(canonical.dumps(manifest))
@@ -205,7 +236,9 @@ def test_verify_command_exit_codes(built: Path, tmp_path: Path) -> None:
 # -- publishing ----------------------------------------------------------------------------------
 
 
-def test_failed_check_writes_nothing_and_keeps_the_previous_bundle(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_failed_check_writes_nothing_and_keeps_the_previous_bundle(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     config_path = make_library({"a.md": VALID_DOC.format(id="a")})
     out = tmp_path / "out" / "bundle"
     build(load_config(config_path), out, KEY)
@@ -217,10 +250,15 @@ def test_failed_check_writes_nothing_and_keeps_the_previous_bundle(make_library:
     assert open_bundle(out, [PUBLIC]).manifest.signed.docs == 1
     run = run_cli("build", "--config", str(config_path), "--out", str(out), "--key", str(KEY_FILE))
     assert run.exit_code == 1
-    assert run.lines[0] == "b.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`"
+    assert (
+        run.lines[0]
+        == "b.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`"
+    )
 
 
-def test_publish_swaps_a_symlink_and_cleans_leftovers(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_publish_swaps_a_symlink_and_cleans_leftovers(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     config_path = make_library({"a.md": VALID_DOC.format(id="a")})
     out = tmp_path / "out" / "bundle"
     build(load_config(config_path), out, KEY)
@@ -238,7 +276,9 @@ def test_publish_swaps_a_symlink_and_cleans_leftovers(make_library: MakeLibrary,
     assert versions == sorted([second.name, out.resolve().name])  # the new and the previous one
 
 
-def test_a_plain_directory_bundle_is_adopted_but_other_content_is_not_clobbered(make_library: MakeLibrary, tmp_path: Path, built: Path) -> None:
+def test_a_plain_directory_bundle_is_adopted_but_other_content_is_not_clobbered(
+    make_library: MakeLibrary, tmp_path: Path, built: Path
+) -> None:
     config_path = make_library({"a.md": VALID_DOC.format(id="a")})
     out = tmp_path / "bundle"
     shutil.copytree(built, out)
@@ -247,25 +287,36 @@ def test_a_plain_directory_bundle_is_adopted_but_other_content_is_not_clobbered(
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
-    run = run_cli("build", "--config", str(config_path), "--out", str(precious), "--key", str(KEY_FILE))
+    run = run_cli(
+        "build", "--config", str(config_path), "--out", str(precious), "--key", str(KEY_FILE)
+    )
     assert run.exit_code == 1
     assert "exists and is not a bundle" in run.stderr
     assert (precious / "notes.txt").read_text() == "keep me"
 
 
-def test_unsigned_build_warns_and_is_refused_in_ci_or_strict(make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsigned_build_warns_and_is_refused_in_ci_or_strict(
+    make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config_path = make_library({"a.md": VALID_DOC.format(id="a")})
     run = run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "u"))
     assert run.exit_code == 0
     assert run.stderr.startswith("warning: no signing key")
     assert run.lines[-1] == "signature: unsigned"
-    assert run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "s"), "--strict").exit_code == 1
+    assert (
+        run_cli(
+            "build", "--config", str(config_path), "--out", str(tmp_path / "s"), "--strict"
+        ).exit_code
+        == 1
+    )
     monkeypatch.setenv("CI", "true")
     refused = run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "c"))
     assert refused.exit_code == 1
     assert not (tmp_path / "c").exists()
     monkeypatch.setenv("HANDBOOK_SIGNING_KEY", KEY_FILE.read_text())
-    assert run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "c")).exit_code == 0
+    assert (
+        run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "c")).exit_code == 0
+    )
 
 
 def test_keygen_writes_a_private_key_once(tmp_path: Path) -> None:
@@ -282,13 +333,26 @@ def test_tools_json_is_valid_json_schema(built: Path) -> None:
     import jsonschema
 
     tools = json.loads((built / "tools.json").read_bytes())["tools"]
-    assert [t["name"] for t in tools] == ["knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"]
+    assert [t["name"] for t in tools] == [
+        "knowledge_list",
+        "knowledge_get",
+        "knowledge_search",
+        "knowledge_collect",
+        "knowledge_ask",
+    ]
     for tool in tools:
         assert __import__("re").fullmatch(r"[a-z][a-z0-9_]{0,40}", tool["name"])
         for schema in (tool["inputSchema"], tool["outputSchema"]):
             jsonschema.Draft202012Validator.check_schema(schema)
         strict = tool["inputSchema"]
-        assert strict["additionalProperties"] is False and set(strict["required"]) == set(strict["properties"])
+        assert strict["additionalProperties"] is False and set(strict["required"]) == set(
+            strict["properties"]
+        )
     listing = tools[0]
     assert "kinds: device, protocol, guide" in listing["description"]
-    assert listing["inputSchema"]["properties"]["protocol"]["enum"] == ["modbus", "mqtt", "any", None]
+    assert listing["inputSchema"]["properties"]["protocol"]["enum"] == [
+        "modbus",
+        "mqtt",
+        "any",
+        None,
+    ]

@@ -68,8 +68,13 @@ def test_json_format_is_a_list_of_findings() -> None:
     assert run.stderr.strip() == "13 docs checked: 28 errors, 2 warnings"
 
 
-def test_github_format_uses_paths_from_the_working_directory(make_library: MakeLibrary, monkeypatch) -> None:
-    config = make_library({"guides/a.md": VALID_DOC.format(id="a").replace("kind: guide", "kind: 'x, y'")}, vocab={"kind": ["guide"]})
+def test_github_format_uses_paths_from_the_working_directory(
+    make_library: MakeLibrary, monkeypatch
+) -> None:
+    config = make_library(
+        {"guides/a.md": VALID_DOC.format(id="a").replace("kind: guide", "kind: 'x, y'")},
+        vocab={"kind": ["guide"]},
+    )
     monkeypatch.chdir(config.parent)
     run = run_cli("check", "--format", "github")
     assert run.exit_code == 1
@@ -79,17 +84,27 @@ def test_github_format_uses_paths_from_the_working_directory(make_library: MakeL
 
 
 def test_warnings_fail_only_under_strict(make_library: MakeLibrary) -> None:
-    config = make_library({"a.md": VALID_DOC.format(id="a") + "x" * 200}, limits={"body_warn_chars": 100})
+    config = make_library(
+        {"a.md": VALID_DOC.format(id="a") + "x" * 200}, limits={"body_warn_chars": 100}
+    )
     relaxed = run_cli("check", "--config", str(config))
     strict = run_cli("check", "--config", str(config), "--strict")
     assert relaxed.exit_code == 0
     assert strict.exit_code == 1
-    assert relaxed.lines[0] == "a.md:7:1: HB401 (warning) body has 233 characters, over the 100 warning limit: consider splitting it"
+    assert (
+        relaxed.lines[0]
+        == "a.md:7:1: HB401 (warning) body has 233 characters, over the 100 warning limit: consider splitting it"
+    )
     assert strict.lines[-1] == "1 docs checked: 0 errors, 1 warning (--strict: warnings fail)"
 
 
 def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> None:
-    docs = {"a.md": "no frontmatter\n", "b.md": VALID_DOC.format(id="b").replace("summary: A doc", "recommended: yes\nsummary: A doc")}
+    docs = {
+        "a.md": "no frontmatter\n",
+        "b.md": VALID_DOC.format(id="b").replace(
+            "summary: A doc", "recommended: yes\nsummary: A doc"
+        ),
+    }
     config = make_library(docs, rules={"HB201": "warn", "HB210": False})
     run = run_cli("check", "--config", str(config))
     assert run.exit_code == 0
@@ -100,7 +115,10 @@ def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> N
 
 
 def test_exclude_skips_files_and_folders(make_library: MakeLibrary) -> None:
-    config = make_library({"drafts/x.md": "broken", "a.draft.md": "broken", "a.md": VALID_DOC.format(id="a")}, exclude=["drafts", "*.draft.md"])
+    config = make_library(
+        {"drafts/x.md": "broken", "a.draft.md": "broken", "a.md": VALID_DOC.format(id="a")},
+        exclude=["drafts", "*.draft.md"],
+    )
     run = run_cli("check", "--config", str(config))
     assert run.exit_code == 0, run.stdout
 
@@ -108,7 +126,9 @@ def test_exclude_skips_files_and_folders(make_library: MakeLibrary) -> None:
 def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
     run = run_cli("check", "--config", str(tmp_path / "nope.yml"))
     assert run.exit_code == 2
-    assert run.lines == [f"{tmp_path / 'nope.yml'}:1:1: HB001 no such file; pass --config PATH or create {tmp_path / 'nope.yml'}"]
+    assert run.lines == [
+        f"{tmp_path / 'nope.yml'}:1:1: HB001 no such file; pass --config PATH or create {tmp_path / 'nope.yml'}"
+    ]
 
 
 def test_unknown_option_is_a_usage_error() -> None:
@@ -123,13 +143,27 @@ def test_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
     (docs / "a.md").write_bytes(b"---\n\xff\xfe\x00garbage")
     (docs / "b.md").write_text("---\nid: [\n---\n")
     (docs / "c.md").write_text("---\n" + "- " * 5000 + "x\n---\n")
-    (docs / "d.md").write_text("---\nid: d\ntitle: t\nkind: k\nsummary: s\n---\n```json\n" + "[" * 50000 + "\n```\n")
+    (docs / "d.md").write_text(
+        "---\nid: d\ntitle: t\nkind: k\nsummary: s\n---\n```json\n" + "[" * 50000 + "\n```\n"
+    )
     os.mkfifo(docs / "e.md")
-    (tmp_path / "mkdocs.yml").write_text("plugins:\n  - handbook:\n      library: t\n      version: 1.0.0\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "plugins:\n  - handbook:\n      library: t\n      version: 1.0.0\n"
+    )
     env = {**os.environ, "PYTHONFAULTHANDLER": ""}
     proc = subprocess.run(
-        [sys.executable, "-c", "from handbook.cli import main; main()", "check", "--config", str(tmp_path / "mkdocs.yml")],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-c",
+            "from handbook.cli import main; main()",
+            "check",
+            "--config",
+            str(tmp_path / "mkdocs.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -29,7 +29,10 @@ HEAD = "site_name: x\nplugins:\n  - search\n  - handbook:\n"
 
 
 def test_full_configuration_loads(tmp_path: Path) -> None:
-    path = write(tmp_path, HEAD + """\
+    path = write(
+        tmp_path,
+        HEAD
+        + """\
       library: plant-floor
       version: 1.2.0-rc.1+build.5
       vocab: {kind: [device, guide], protocol: [modbus]}
@@ -38,20 +41,31 @@ def test_full_configuration_loads(tmp_path: Path) -> None:
       snippet_validators: {yaml: "off", JSON: "handbook_build.snippets:check_json", ini: off}
       rules: {HB401: "off", HB210: error}
       exclude: ["drafts/*"]
-""")
+""",
+    )
     config = load_config(path)
     assert config.library == "plant-floor"
     assert config.version == "1.2.0-rc.1+build.5"
-    assert config.vocabularies == {"kind": ("device", "guide"), "protocol": ("modbus",), "verified": ("verified", "field_tested", "unverified")}
+    assert config.vocabularies == {
+        "kind": ("device", "guide"),
+        "protocol": ("modbus",),
+        "verified": ("verified", "field_tested", "unverified"),
+    }
     assert config.required_fields == ("id", "title", "kind", "summary", "verified")
     assert config.limits == Limits(summary_chars=250, body_warn_chars=100, body_max_chars=200)
-    assert config.snippet_validators == {"yaml": "off", "json": "handbook_build.snippets:check_json", "ini": "off"}
+    assert config.snippet_validators == {
+        "yaml": "off",
+        "json": "handbook_build.snippets:check_json",
+        "ini": "off",
+    }
     assert config.rules == {"HB401": "off", "HB210": "error"}
     assert config.docs_dir == (tmp_path / "docs").resolve()
 
 
 def test_mkdocs_tags_and_dict_form_plugins_are_read(tmp_path: Path) -> None:
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
 site_name: !ENV [SITE_NAME, x]
 markdown_extensions:
   - pymdownx.emoji:
@@ -61,12 +75,16 @@ plugins:
   handbook:
     library: lib
     version: 0.1.0
-""")
+""",
+    )
     assert load_config(path).library == "lib"
 
 
 def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
-    assert errors(tmp_path, HEAD + """\
+    assert errors(
+        tmp_path,
+        HEAD
+        + """\
       version: 1.2
       vocab: {kind: device, verified: [yes]}
       required: id
@@ -75,7 +93,8 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
       rules: {HB999: off, HB001: warn, HB101: loud}
       exclude: "*.tmp"
       colour: blue
-""") == [
+""",
+    ) == [
         "4:1: HB001 handbook.library: is required",
         "5:1: HB001 handbook.version: 1.2 is not a semantic version like 1.2.0 (quote it in YAML)",
         "6:1: HB001 handbook.vocab.kind: must be a non-empty list of strings",
@@ -83,7 +102,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "7:1: HB001 handbook.required: must be a list of field names",
         "8:1: HB001 handbook.limits.body_warn_chars: must not exceed body_max_chars",
         "8:1: HB001 handbook.limits.typo: unknown limit; expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
-        "9:1: HB001 handbook.snippet_validators.yaml: must be \"module:function\" or \"off\", not 'not a ref'",
+        '9:1: HB001 handbook.snippet_validators.yaml: must be "module:function" or "off", not \'not a ref\'',
         "10:1: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
         "10:1: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
         "10:1: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
@@ -93,13 +112,17 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
 
 
 def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
-    assert errors(tmp_path, HEAD + """\
+    assert errors(
+        tmp_path,
+        HEAD
+        + """\
       library: lib
       version: 1.0.0
       snippet_validators:
         ini: "no_such_module_here:check"
         json: "json:no_such_function"
-""") == [
+""",
+    ) == [
         "7:1: HB002 handbook.snippet_validators.ini: cannot import no_such_module_here: ModuleNotFoundError: No module named 'no_such_module_here'; install the module or fix the name",
         "7:1: HB002 handbook.snippet_validators.json: json has no function no_such_function; install the module or fix the name",
     ]
@@ -108,13 +131,22 @@ def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("site_name: x\n", "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`"),
-        ("plugins: [search]\n", "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`"),
+        (
+            "site_name: x\n",
+            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+        ),
+        (
+            "plugins: [search]\n",
+            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+        ),
         ("- a list\n", "1:1: HB001 mkdocs.yml must be a mapping of settings"),
         ("site_name: [x\n", "2:1: HB001 invalid YAML: expected ',' or ']', but got '<stream end>'"),
         ("plugins:\n  - handbook\n", "2:1: HB001 handbook.library: is required"),
         ("plugins:\n  - handbook: [a]\n", "2:1: HB001 handbook: must be a mapping of options"),
-        ("docs_dir: nowhere\nplugins:\n  - handbook: {library: a, version: 1.0.0}\n", "1:1: HB001 docs_dir: {tmp}/nowhere is not a directory"),
+        (
+            "docs_dir: nowhere\nplugins:\n  - handbook: {library: a, version: 1.0.0}\n",
+            "1:1: HB001 docs_dir: {tmp}/nowhere is not a directory",
+        ),
     ],
 )
 def test_file_level_problems(tmp_path: Path, text: str, expected: str) -> None:
@@ -126,5 +158,7 @@ def test_cli_exits_2_and_prints_the_findings(tmp_path: Path) -> None:
     path = write(tmp_path, HEAD + "      library: Bad Name\n      version: 1.0.0\n")
     run = run_cli("check", "--config", str(path))
     assert run.exit_code == 2
-    assert run.lines == [f"{path}:5:1: HB001 handbook.library: 'Bad Name' is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)"]
+    assert run.lines == [
+        f"{path}:5:1: HB001 handbook.library: 'Bad Name' is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)"
+    ]
     assert run.stderr.strip() == f"{path}: configuration error, nothing checked"

@@ -23,13 +23,30 @@ def refusal(text: str) -> list[str]:
 
 
 def test_values_become_plain_json() -> None:
-    text = ("---\nid: a.b\ncount: 3\nflag: true\nnone:\nwhen: 2026-03-01\nstamp: 2026-03-01 10:00:00+01:00\nlist: [a, 1]\nmap: {k: v}\nforced: !!str 1.5\n---\nbody\n")
+    text = "---\nid: a.b\ncount: 3\nflag: true\nnone:\nwhen: 2026-03-01\nstamp: 2026-03-01 10:00:00+01:00\nlist: [a, 1]\nmap: {k: v}\nforced: !!str 1.5\n---\nbody\n"
     fm = parse("x.md", text)
     assert fm.data == {
-        "id": "a.b", "count": 3, "flag": True, "none": None, "when": "2026-03-01",
-        "stamp": "2026-03-01T10:00:00+01:00", "list": ["a", 1], "map": {"k": "v"}, "forced": "1.5",
+        "id": "a.b",
+        "count": 3,
+        "flag": True,
+        "none": None,
+        "when": "2026-03-01",
+        "stamp": "2026-03-01T10:00:00+01:00",
+        "list": ["a", 1],
+        "map": {"k": "v"},
+        "forced": "1.5",
     }
-    assert fm.lines == {"id": 2, "count": 3, "flag": 4, "none": 5, "when": 6, "stamp": 7, "list": 8, "map": 9, "forced": 10}
+    assert fm.lines == {
+        "id": 2,
+        "count": 3,
+        "flag": 4,
+        "none": 5,
+        "when": 6,
+        "stamp": 7,
+        "list": 8,
+        "map": 9,
+        "forced": 10,
+    }
     assert (text[fm.body_offset :], fm.body_line) == ("body\n", 12)
 
 
@@ -50,22 +67,30 @@ def test_alias_bomb_is_refused_without_expanding() -> None:
 
 
 def test_anchor_without_alias_is_refused() -> None:
-    assert refusal("---\na: &x 1\n---\n") == ["x.md:2:1: HB205 frontmatter uses a YAML anchor or alias; write the value out"]
+    assert refusal("---\na: &x 1\n---\n") == [
+        "x.md:2:1: HB205 frontmatter uses a YAML anchor or alias; write the value out"
+    ]
 
 
-@pytest.mark.parametrize("tag", ["!!python/object:os.system", "!!binary", "!custom", "!!set", "!!float"])
+@pytest.mark.parametrize(
+    "tag", ["!!python/object:os.system", "!!binary", "!custom", "!!set", "!!float"]
+)
 def test_explicit_tags_are_refused(tag: str) -> None:
     [line] = refusal(f"---\na: {tag} x\n---\n")
     assert line.startswith("x.md:2:1: HB206 frontmatter uses the YAML tag")
 
 
 def test_ten_thousand_deep_nesting_is_refused() -> None:
-    assert refusal("---\na: " + "[" * 10_000 + "]" * 10_000 + "\n---\n") == ["x.md:2:1: HB207 frontmatter is nested deeper than 32 levels"]
+    assert refusal("---\na: " + "[" * 10_000 + "]" * 10_000 + "\n---\n") == [
+        "x.md:2:1: HB207 frontmatter is nested deeper than 32 levels"
+    ]
 
 
 def test_oversized_frontmatter_is_refused_before_parsing() -> None:
     text = "---\n" + "k: " + "x" * (64 * 1024) + "\n---\n"
-    assert refusal(text) == ["x.md:2:1: HB207 frontmatter is 65,540 bytes; the limit is 65,536: move long content into the body"]
+    assert refusal(text) == [
+        "x.md:2:1: HB207 frontmatter is 65,540 bytes; the limit is 65,536: move long content into the body"
+    ]
 
 
 def test_floats_are_refused_with_the_quoted_form() -> None:
@@ -96,11 +121,26 @@ def test_yaml11_bool_words_warn_but_parse() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("no frontmatter\n", "x.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`"),
-        ("----\nid: a\n---\n", "x.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`"),
-        ("---\nid: a\n", "x.md:1:1: HB202 frontmatter is never closed; add a `---` line after the last field"),
-        ("---\n---\n", "x.md:2:1: HB204 frontmatter is empty, not a mapping of fields like `id: ...`"),
-        ("---\njust a string\n---\n", "x.md:2:1: HB204 frontmatter is a single value, not a mapping of fields like `id: ...`"),
+        (
+            "no frontmatter\n",
+            "x.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+        ),
+        (
+            "----\nid: a\n---\n",
+            "x.md:1:1: HB201 has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+        ),
+        (
+            "---\nid: a\n",
+            "x.md:1:1: HB202 frontmatter is never closed; add a `---` line after the last field",
+        ),
+        (
+            "---\n---\n",
+            "x.md:2:1: HB204 frontmatter is empty, not a mapping of fields like `id: ...`",
+        ),
+        (
+            "---\njust a string\n---\n",
+            "x.md:2:1: HB204 frontmatter is a single value, not a mapping of fields like `id: ...`",
+        ),
     ],
 )
 def test_structural_refusals(text: str, expected: str) -> None:
@@ -112,7 +152,11 @@ def test_libyaml_and_pure_python_read_the_same_values(monkeypatch: pytest.Monkey
     fast = parse("x.md", text)
     monkeypatch.setattr(frontmatter, "_Loader", yaml.SafeLoader)
     slow = parse("x.md", text)
-    assert (fast.data, fast.lines, [str(w) for w in fast.warnings]) == (slow.data, slow.lines, [str(w) for w in slow.warnings])
+    assert (fast.data, fast.lines, [str(w) for w in fast.warnings]) == (
+        slow.data,
+        slow.lines,
+        [str(w) for w in slow.warnings],
+    )
 
 
 @given(st.text(max_size=300))

@@ -35,10 +35,32 @@ EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 LUNR_ENV = "HANDBOOK_LUNR_JS"
 
 EXAMPLE_QUERIES = [
-    "modbus", "register map", "compressor pressure", "word order", "mqtt retained",
-    "commissioning", "energy meter", "float", "address base", "acme", "registers", "modb*",
+    "modbus",
+    "register map",
+    "compressor pressure",
+    "word order",
+    "mqtt retained",
+    "commissioning",
+    "energy meter",
+    "float",
+    "address base",
+    "acme",
+    "registers",
+    "modb*",
 ]
-UNICODE_QUERIES = ["🚀", "go🚀live", "ﬁeld", "ﬁ*", "￦", "東京の工場", "𠮷野家", "café", "überdruck", "naïve", "registers"]
+UNICODE_QUERIES = [
+    "🚀",
+    "go🚀live",
+    "ﬁeld",
+    "ﬁ*",
+    "￦",
+    "東京の工場",
+    "𠮷野家",
+    "café",
+    "überdruck",
+    "naïve",
+    "registers",
+]
 
 
 def _doc(id_: str, title: str, summary: str, keywords: str, body: str) -> str:
@@ -49,14 +71,27 @@ def _doc(id_: str, title: str, summary: str, keywords: str, body: str) -> str:
 # surrogates D83D DE80) and "𠮷野家" (U+20BB7) come before "ﬁeld" (U+FB01) and "￦"
 # (U+FFE6) in UTF-16 order, after them in code-point order.
 UNICODE_DOCS = {
-    "rocket.md": _doc("launch.rocket", "Rocket launch 🚀 checklist", "The go🚀live checklist for launch day.",
-                      '["🚀", "launch"]',
-                      "# Rocket launch 🚀 checklist\n\n## Countdown\n\nSay 🚀 when the go🚀live moment comes. Registers are cleared.\n"),
-    "ligature.md": _doc("typo.ligature", "The ﬁeld ligature", "Old typesetting writes ﬁeld with a ligature and prices in ￦.",
-                        '["ﬁeld", "￦"]',
-                        "# The ﬁeld ligature\n\n## Prices\n\nThe café on the ﬁeld charges 5000 ￦ for a naïve Überdruck demonstration.\n"),
-    "cjk.md": _doc("site.tokyo", "東京の工場", "東京の工場 and the 𠮷野家 canteen next door.", "[]",
-                   "# 東京の工場\n\n## 食堂\n\nThe 𠮷野家 canteen serves the café crowd. Überdruck valves are tested here.\n"),
+    "rocket.md": _doc(
+        "launch.rocket",
+        "Rocket launch 🚀 checklist",
+        "The go🚀live checklist for launch day.",
+        '["🚀", "launch"]',
+        "# Rocket launch 🚀 checklist\n\n## Countdown\n\nSay 🚀 when the go🚀live moment comes. Registers are cleared.\n",
+    ),
+    "ligature.md": _doc(
+        "typo.ligature",
+        "The ﬁeld ligature",
+        "Old typesetting writes ﬁeld with a ligature and prices in ￦.",
+        '["ﬁeld", "￦"]',
+        "# The ﬁeld ligature\n\n## Prices\n\nThe café on the ﬁeld charges 5000 ￦ for a naïve Überdruck demonstration.\n",
+    ),
+    "cjk.md": _doc(
+        "site.tokyo",
+        "東京の工場",
+        "東京の工場 and the 𠮷野家 canteen next door.",
+        "[]",
+        "# 東京の工場\n\n## 食堂\n\nThe 𠮷野家 canteen serves the café crowd. Überdruck valves are tested here.\n",
+    ),
 }
 
 
@@ -94,10 +129,17 @@ def _build(name: str, config_path: Path, tmp: Path) -> Library:
     config = load_config(config_path)
     bundle = build(config, tmp / f"{name}-bundle", None).bundle
     entries = list(index_entries(check(config).docs))
-    documents = [{"ref": e.ref, **{field: text for (field, _), text in zip(FIELDS, e.fields, strict=True)}} for e in entries]
-    reference = lunr.lunr("ref", [{"field_name": field, "boost": boost} for field, boost in FIELDS], documents)
+    documents = [
+        {"ref": e.ref, **{field: text for (field, _), text in zip(FIELDS, e.fields, strict=True)}}
+        for e in entries
+    ]
+    reference = lunr.lunr(
+        "ref", [{"field_name": field, "boost": boost} for field, boost in FIELDS], documents
+    )
     reference_path = tmp / f"{name}-lunr-py.json"
-    reference_path.write_text(json.dumps(reference.serialize(), ensure_ascii=False), encoding="utf-8")
+    reference_path.write_text(
+        json.dumps(reference.serialize(), ensure_ascii=False), encoding="utf-8"
+    )
     return Library(name, bundle.path / "index.json", entries, reference, reference_path)
 
 
@@ -153,12 +195,16 @@ def _find_lunr_js() -> tuple[str, Path]:
     for folder in candidates:
         if (folder / "lunr.js").is_file():
             return node, folder
-    pytest.skip(f"lunr.js not found in {' or '.join(map(str, candidates))}; run "
-                f"`npm install --prefix build/js lunr@2.3.9` in {ROOT} or set ${LUNR_ENV} to lunr.js's folder")
+    pytest.skip(
+        f"lunr.js not found in {' or '.join(map(str, candidates))}; run "
+        f"`npm install --prefix build/js lunr@2.3.9` in {ROOT} or set ${LUNR_ENV} to lunr.js's folder"
+    )
 
 
 @pytest.fixture(scope="module")
-def lunr_js(libraries: dict[str, Library], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def lunr_js(
+    libraries: dict[str, Library], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """One node run: load our index and lunr.py's for each library, run every query on
     ours. Returns lunr.js's version and, per index, its results or its load error."""
     node, folder = _find_lunr_js()
@@ -169,10 +215,19 @@ def lunr_js(libraries: dict[str, Library], tmp_path_factory: pytest.TempPathFact
     for name, library in libraries.items():
         indexes[f"{name}/ours"] = str(library.index_path)
         indexes[f"{name}/lunr.py"] = str(library.reference_path)
-    request = {"lunr": str(folder), "indexes": indexes, "queries": {f"{n}/ours": q for n, q in queries.items()}}
+    request = {
+        "lunr": str(folder),
+        "indexes": indexes,
+        "queries": {f"{n}/ours": q for n, q in queries.items()},
+    }
     (tmp / "request.json").write_text(json.dumps(request, ensure_ascii=False), encoding="utf-8")
-    run = subprocess.run([node, str(tmp / "run.js"), str(tmp / "request.json")],
-                         capture_output=True, text=True, encoding="utf-8", timeout=60)
+    run = subprocess.run(
+        [node, str(tmp / "run.js"), str(tmp / "request.json")],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     out: dict[str, Any] = json.loads(run.stdout)
     if not str(out["version"]).startswith("2.3."):
@@ -203,14 +258,23 @@ def test_lunr_js_finds_non_bmp_and_cjk_terms(lunr_js: dict[str, Any]) -> None:
     reachable through lunr.js's token set, not only present in the JSON."""
     results = lunr_js["indexes"]["unicode/ours"]["results"]
     expected = {
-        "🚀": "launch.rocket", "go🚀live": "launch.rocket#countdown", "ﬁeld": "typo.ligature",
-        "ﬁ*": "typo.ligature", "￦": "typo.ligature", "東京の工場": "site.tokyo", "𠮷野家": "site.tokyo",
-        "naïve": "typo.ligature#prices", "registers": "launch.rocket#countdown",
+        "🚀": "launch.rocket",
+        "go🚀live": "launch.rocket#countdown",
+        "ﬁeld": "typo.ligature",
+        "ﬁ*": "typo.ligature",
+        "￦": "typo.ligature",
+        "東京の工場": "site.tokyo",
+        "𠮷野家": "site.tokyo",
+        "naïve": "typo.ligature#prices",
+        "registers": "launch.rocket#countdown",
     }
     for query, ref in expected.items():
         assert not isinstance(results[query], dict), results[query]
         # the doc is what must be reached; which of its entries wins depends on the boosts
-        assert results[query] and results[query][0][0].split("#")[0] == ref.split("#")[0], (query, results[query])
+        assert results[query] and results[query][0][0].split("#")[0] == ref.split("#")[0], (
+            query,
+            results[query],
+        )
 
 
 def _overlap(a: list[str], b: list[str]) -> float:
@@ -220,8 +284,9 @@ def _overlap(a: list[str], b: list[str]) -> float:
 
 
 @pytest.mark.parametrize("name", ["plant-floor", "unicode"])
-def test_lunr_js_ranks_like_lunr_py(name: str, libraries: dict[str, Library], lunr_js: dict[str, Any],
-                                    record_property: Any) -> None:
+def test_lunr_js_ranks_like_lunr_py(
+    name: str, libraries: dict[str, Library], lunr_js: dict[str, Any], record_property: Any
+) -> None:
     """lunr.js over our index must rank like lunr.py over its own index of the same
     entries: same top hit (and score) and >= 90 % of the top ten in common."""
     library = libraries[name]
@@ -233,7 +298,9 @@ def test_lunr_js_ranks_like_lunr_py(name: str, libraries: dict[str, Library], lu
         js_top = [ref for ref, _ in js[:10]]
         py_top = [ref for ref, _ in py[:10]]
         overlap = _overlap(js_top, py_top)
-        report.append(f"{query!r}: top {js_top[:1]} vs {py_top[:1]}, top-10 overlap {overlap:.2f} ({len(js)} vs {len(py)} hits)")
+        report.append(
+            f"{query!r}: top {js_top[:1]} vs {py_top[:1]}, top-10 overlap {overlap:.2f} ({len(js)} vs {len(py)} hits)"
+        )
         if name == "plant-floor":
             assert py, f"{query!r} should find something in the example library"
         assert js_top[:1] == py_top[:1], report[-1]
@@ -258,13 +325,19 @@ def _as_dicts(index: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["plant-floor", "unicode"])
-def test_index_json_is_lunr_py_serialization_up_to_term_order(name: str, libraries: dict[str, Library]) -> None:
+def test_index_json_is_lunr_py_serialization_up_to_term_order(
+    name: str, libraries: dict[str, Library]
+) -> None:
     """Our streamed writer must produce exactly what lunr.py's builder would (same terms,
     `_index` numbers, postings and field vectors), differing only in term order."""
     library = libraries[name]
     ours = library.ours()
     reference = json.loads(library.reference_path.read_bytes())
-    assert set(ours) == set(reference) == {"version", "fields", "pipeline", "fieldVectors", "invertedIndex"}
+    assert (
+        set(ours)
+        == set(reference)
+        == {"version", "fields", "pipeline", "fieldVectors", "invertedIndex"}
+    )
     assert _as_dicts(ours) == _as_dicts(reference)
     # No duplicates hidden by the dict comparison.
     assert len(ours["invertedIndex"]) == len(reference["invertedIndex"])

@@ -36,12 +36,21 @@ def copy_library(source: Path, target: Path) -> Path:
     return target / "mkdocs.yml"
 
 
-def run(tool: str, *args: str, cwd: Path, key: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def run(
+    tool: str, *args: str, cwd: Path, key: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k not in ("CI", "HANDBOOK_SIGNING_KEY")}
     environment.update(SOURCE_DATE_EPOCH=EPOCH, NO_MKDOCS_2_WARNING="1", **env)
     if key is not None:
         environment["HANDBOOK_SIGNING_KEY"] = key.read_text()
-    return subprocess.run([sys.executable, "-m", tool, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", tool, *args],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def project(tmp_path: Path) -> Path:
@@ -52,7 +61,9 @@ def project(tmp_path: Path) -> Path:
     return tmp_path / "project" / "mkdocs.yml"
 
 
-def test_project_docs_build_strictly_without_warnings(tmp_path: Path, key: tuple[Path, str]) -> None:
+def test_project_docs_build_strictly_without_warnings(
+    tmp_path: Path, key: tuple[Path, str]
+) -> None:
     config = project(tmp_path)
     result = run("mkdocs", "build", "--strict", cwd=config.parent, key=key[0])
     assert result.returncode == 0, result.stderr
@@ -70,14 +81,20 @@ def test_project_docs_build_strictly_without_warnings(tmp_path: Path, key: tuple
     assert (site / "assets" / "handbook" / "handbook.css").exists()
 
 
-def test_every_doc_page_links_to_its_verified_markdown(tmp_path: Path, key: tuple[Path, str]) -> None:
+def test_every_doc_page_links_to_its_verified_markdown(
+    tmp_path: Path, key: tuple[Path, str]
+) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
     result = run("mkdocs", "build", "--strict", cwd=config.parent, key=key[0])
     assert result.returncode == 0, result.stderr
     site = config.parent / "build" / "site"
     bundle = open_bundle(site / "bundle", [key[1]])
     for doc in bundle.catalog.docs:
-        page = site / doc.source.replace(".md", ".html") if doc.source.endswith("index.md") else site / doc.source.removesuffix(".md") / "index.html"
+        page = (
+            site / doc.source.replace(".md", ".html")
+            if doc.source.endswith("index.md")
+            else site / doc.source.removesuffix(".md") / "index.html"
+        )
         html = page.read_text()
         assert f'data-doc-id="{doc.id}"' in html
         found = re.search(r'class="hb-links"[^>]*><a href="([^"]+)"', html)
@@ -87,7 +104,9 @@ def test_every_doc_page_links_to_its_verified_markdown(tmp_path: Path, key: tupl
         assert target.read_bytes() == bundle.read(doc.content)
     # Material's search indexes the card's summary and keywords, not its buttons and facts
     index = json.loads((site / "search" / "search_index.json").read_text())
-    page_text = " ".join(d["text"] for d in index["docs"] if d["location"].startswith("devices/acme-ac200/"))
+    page_text = " ".join(
+        d["text"] for d in index["docs"] if d["location"].startswith("devices/acme-ac200/")
+    )
     assert "ac200, ac-200, compressor" in page_text
     assert "copy id" not in page_text and "equipment type" not in page_text
 
@@ -95,8 +114,21 @@ def test_every_doc_page_links_to_its_verified_markdown(tmp_path: Path, key: tupl
 def test_same_bundle_as_handbook_build(tmp_path: Path, key: tuple[Path, str]) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
     cli = subprocess.run(
-        [str(Path(sys.executable).parent / "handbook"), "build", "--config", str(config), "--out", str(tmp_path / "cli-bundle"), "--key", str(key[0])],
-        cwd=config.parent, env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH}, capture_output=True, text=True, timeout=300,
+        [
+            str(Path(sys.executable).parent / "handbook"),
+            "build",
+            "--config",
+            str(config),
+            "--out",
+            str(tmp_path / "cli-bundle"),
+            "--key",
+            str(key[0]),
+        ],
+        cwd=config.parent,
+        env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert cli.returncode == 0, cli.stderr
     site_build = run("mkdocs", "build", cwd=config.parent, key=key[0])
@@ -109,14 +141,22 @@ def test_same_bundle_as_handbook_build(tmp_path: Path, key: tuple[Path, str]) ->
 
 def files_of(folder: Path) -> dict[str, bytes]:
     root = folder.resolve()
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_hostile_doc_fails_with_the_findings_of_handbook_check(tmp_path: Path) -> None:
     config = copy_library(FIXTURES / "hostile", tmp_path / "hostile")
     result = run("mkdocs", "build", cwd=config.parent)
     assert result.returncode != 0
-    expected = [line for line in (FIXTURES / "hostile" / "expected.txt").read_text().splitlines() if ": HB" in line]
+    expected = [
+        line
+        for line in (FIXTURES / "hostile" / "expected.txt").read_text().splitlines()
+        if ": HB" in line
+    ]
     assert expected
     logged = result.stderr
     for line in expected:
@@ -128,7 +168,9 @@ def test_hostile_doc_fails_with_the_findings_of_handbook_check(tmp_path: Path) -
 def test_warnings_fail_only_strict_builds(tmp_path: Path, key: tuple[Path, str]) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
     doc = config.parent / "docs" / "guides" / "commissioning.md"
-    doc.write_text(doc.read_text() + "\n" + "word " * 2500)  # over the 12,000-character warning limit
+    doc.write_text(
+        doc.read_text() + "\n" + "word " * 2500
+    )  # over the 12,000-character warning limit
     lenient = run("mkdocs", "build", cwd=config.parent, key=key[0])
     assert lenient.returncode == 0, lenient.stderr
     assert "HB401 (warning)" in lenient.stderr
@@ -161,13 +203,18 @@ def test_rebuilds_swap_the_published_bundle(tmp_path: Path, key: tuple[Path, str
         revisions.append(open_bundle(published, [key[1]]).manifest.signed_bytes)
     assert len(set(revisions)) == 3
     versions = sorted(p.name for p in (config.parent / "build" / "bundle.versions").iterdir())
-    assert len(versions) == 2 and not any(name.endswith(".versions") for name in versions)  # the new one and the one before
+    assert len(versions) == 2 and not any(
+        name.endswith(".versions") for name in versions
+    )  # the new one and the one before
 
 
 def test_configured_key_file_and_bundle_dir(tmp_path: Path, key: tuple[Path, str]) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
     shutil.copy(key[0], config.parent / "site.key")
-    text = config.read_text().replace("      library: plant-floor", "      library: plant-floor\n      signing_key: site.key\n      bundle_dir: out/kb")
+    text = config.read_text().replace(
+        "      library: plant-floor",
+        "      library: plant-floor\n      signing_key: site.key\n      bundle_dir: out/kb",
+    )
     config.write_text(text)
     result = run("mkdocs", "build", "--strict", cwd=config.parent)
     assert result.returncode == 0, result.stderr
@@ -179,7 +226,10 @@ def test_configuration_errors_name_their_line(tmp_path: Path) -> None:
     config.write_text(config.read_text().replace("kind: [device, protocol, guide]", "kind: []"))
     result = run("mkdocs", "build", cwd=config.parent)
     assert result.returncode != 0
-    assert "mkdocs.yml:" in result.stderr and "HB001 handbook.vocab.kind: must be a non-empty list of strings" in result.stderr
+    assert (
+        "mkdocs.yml:" in result.stderr
+        and "HB001 handbook.vocab.kind: must be a non-empty list of strings" in result.stderr
+    )
 
 
 def test_properdocs_builds_an_example_library(tmp_path: Path, key: tuple[Path, str]) -> None:
@@ -188,5 +238,8 @@ def test_properdocs_builds_an_example_library(tmp_path: Path, key: tuple[Path, s
     result = run("properdocs", "build", "--strict", cwd=config.parent, key=key[0])
     assert result.returncode == 0, result.stderr
     site = config.parent / "build" / "site"
-    assert 'data-doc-id="device.acme.ac200"' in (site / "devices" / "acme-ac200" / "index.html").read_text()
+    assert (
+        'data-doc-id="device.acme.ac200"'
+        in (site / "devices" / "acme-ac200" / "index.html").read_text()
+    )
     assert open_bundle(site / "bundle", [key[1]]).signature_state == "verified"

@@ -9,14 +9,30 @@ import pytest
 from handbook.catalog import DocEntry, LibraryInfo
 from handbook_build import pages
 
-LIBRARY = LibraryInfo(name="plant-floor", version="1.2.0", built_at="2026-01-01T00:00:00Z", vocab={"kind": ["device", "guide"]}, list_fields=("vendor", "protocol"))
+LIBRARY = LibraryInfo(
+    name="plant-floor",
+    version="1.2.0",
+    built_at="2026-01-01T00:00:00Z",
+    vocab={"kind": ["device", "guide"]},
+    list_fields=("vendor", "protocol"),
+)
 
 
 def doc(**changes: object) -> DocEntry:
     base = DocEntry(
-        id="device.acme.ac200", kind="device", title="ACME AC200", summary="Register map of the AC200.",
-        verified="field_tested", keywords=("ac200",), aliases=(), meta={"vendor": "acme", "protocol": ["modbus", "mqtt"], "version": "2.1"},
-        revision="ab" * 32, content=f"content/{'cd' * 32}.md", bytes=10, chars=10, url="devices/acme-ac200/",
+        id="device.acme.ac200",
+        kind="device",
+        title="ACME AC200",
+        summary="Register map of the AC200.",
+        verified="field_tested",
+        keywords=("ac200",),
+        aliases=(),
+        meta={"vendor": "acme", "protocol": ["modbus", "mqtt"], "version": "2.1"},
+        revision="ab" * 32,
+        content=f"content/{'cd' * 32}.md",
+        bytes=10,
+        chars=10,
+        url="devices/acme-ac200/",
         source="devices/acme-ac200.md",
     )
     return base._replace(**changes)  # type: ignore[arg-type]
@@ -46,7 +62,18 @@ def parsed(html: str) -> Text:
 def test_card_shows_kind_id_badge_facts_summary_and_raw_link() -> None:
     card = parsed(pages.header_card(doc(), LIBRARY, "../../bundle/content/x.md"))
     text = " ".join(t.strip() for t in card.text if t.strip())
-    for expected in ("device", "device.acme.ac200", "field tested", "version", "2.1", "vendor", "acme", "protocol", "modbus, mqtt", "Register map of the AC200."):
+    for expected in (
+        "device",
+        "device.acme.ac200",
+        "field tested",
+        "version",
+        "2.1",
+        "vendor",
+        "acme",
+        "protocol",
+        "modbus, mqtt",
+        "Register map of the AC200.",
+    ):
         assert expected in text
     classes = {attrs.get("class") for _, attrs in card.tags}
     assert "hb-badge hb-badge--field_tested" in classes
@@ -80,7 +107,9 @@ def test_card_goes_right_after_the_title() -> None:
     markdown = "\n# ACME AC200\n\nIntro.\n\n## Registers\n"
     out = pages.insert_card(markdown, "<div>card</div>")
     assert out.index("# ACME AC200") < out.index("<div>card</div>") < out.index("Intro.")
-    assert pages.insert_card("Intro first.\n", "<div>card</div>").startswith("<div>card</div>\n\nIntro first.")
+    assert pages.insert_card("Intro first.\n", "<div>card</div>").startswith(
+        "<div>card</div>\n\nIntro first."
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,8 +126,17 @@ def test_raw_url_is_relative_to_the_page(page_url: str, expected: str) -> None:
 
 
 def test_catalog_groups_by_kind_in_vocabulary_order() -> None:
-    docs = [doc(), doc(id="guide.start", kind="guide", title="Start here", source="start.md", verified="verified"),
-            doc(id="note.x", kind="note", title="A note | with a pipe", source="x.md")]
+    docs = [
+        doc(),
+        doc(
+            id="guide.start",
+            kind="guide",
+            title="Start here",
+            source="start.md",
+            verified="verified",
+        ),
+        doc(id="note.x", kind="note", title="A note | with a pipe", source="x.md"),
+    ]
     text = pages.catalog_markdown(LIBRARY, docs)
     assert text.index("## device") < text.index("## guide") < text.index("## note")
     assert "[ACME AC200](devices/acme-ac200.md)" in text

@@ -101,8 +101,8 @@ def test_fence_lines_languages_and_text() -> None:
         "\n"
         "- item\n"  # 10
         "\n"
-        "  ~~~~ JSON title=\"x\"\n"  # 12
-        "  {\"b\": 2}\n"  # 13
+        '  ~~~~ JSON title="x"\n'  # 12
+        '  {"b": 2}\n'  # 13
         "  ~~~~\n"
         "\n"
         "> ```{.toml}\n"  # 16

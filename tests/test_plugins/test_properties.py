@@ -11,15 +11,40 @@ from handbook_build import check
 from handbook_build.config import from_options
 
 FIELD = st.sampled_from(["id", "title", "kind", "summary", "keywords", "verified", "x"])
-SCALAR = st.one_of(st.text(max_size=20), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
-MARKDOWN = st.lists(st.sampled_from(["## H", "### H", "```yaml", "```json", "```", "a: [", "{", "- x", "> ", "text", "    code", "#", "~~~"]), max_size=20)
+SCALAR = st.one_of(
+    st.text(max_size=20), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False)
+)
+MARKDOWN = st.lists(
+    st.sampled_from(
+        [
+            "## H",
+            "### H",
+            "```yaml",
+            "```json",
+            "```",
+            "a: [",
+            "{",
+            "- x",
+            "> ",
+            "text",
+            "    code",
+            "#",
+            "~~~",
+        ]
+    ),
+    max_size=20,
+)
 
 
 def frontmatter_text(fields: dict[str, object]) -> str:
-    return "".join(f"{k}: {v!r}\n" if not isinstance(v, str) else f"{k}: {v}\n" for k, v in fields.items())
+    return "".join(
+        f"{k}: {v!r}\n" if not isinstance(v, str) else f"{k}: {v}\n" for k, v in fields.items()
+    )
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@settings(
+    max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None
+)
 @given(
     files=st.lists(
         st.tuples(st.dictionaries(FIELD, SCALAR, max_size=6), MARKDOWN, st.binary(max_size=8)),

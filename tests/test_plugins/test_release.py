@@ -43,7 +43,13 @@ KEY = load_private_key(KEY_FILE.read_bytes())
 PUBLIC = str(public_key_of(KEY))
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 
-INIT_FILES = ["mkdocs.yml", "docs/index.md", "docs/guides/writing-docs.md", ".gitignore", ".github/workflows/handbook.yml"]
+INIT_FILES = [
+    "mkdocs.yml",
+    "docs/index.md",
+    "docs/guides/writing-docs.md",
+    ".gitignore",
+    ".github/workflows/handbook.yml",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -51,7 +57,14 @@ def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Reproducible builds, no key or trust from the outside, and git that reads only
     the test repositories' own configuration."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    for name in ("CI", "HANDBOOK_SIGNING_KEY", "HANDBOOK_TRUSTED_KEYS", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+    for name in (
+        "CI",
+        "HANDBOOK_SIGNING_KEY",
+        "HANDBOOK_TRUSTED_KEYS",
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -67,7 +80,11 @@ def build_bundle(config: Path, out: Path) -> Path:
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def substitute(path: Path, old: str, new: str) -> None:
@@ -82,7 +99,9 @@ def substitute(path: Path, old: str, new: str) -> None:
 def workflow_of(folder: Path) -> dict[str, Any]:
     """The workflow as GitHub reads it. PyYAML follows YAML 1.1, where the key `on` is
     the boolean true; GitHub (and check-jsonschema's YAML 1.2 loader) read a string."""
-    loaded = yaml.safe_load((folder / ".github" / "workflows" / "handbook.yml").read_text(encoding="utf-8"))
+    loaded = yaml.safe_load(
+        (folder / ".github" / "workflows" / "handbook.yml").read_text(encoding="utf-8")
+    )
     assert isinstance(loaded, dict)
     if True in loaded:
         loaded["on"] = loaded.pop(True)
@@ -93,10 +112,15 @@ def github_workflow_schema() -> dict[str, Any]:
     """The GitHub workflow schema vendored by the `check-jsonschema` package."""
     spec = importlib.util.find_spec("check_jsonschema")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("check-jsonschema is not installed (pip install check-jsonschema): "
-                    "the workflow cannot be validated against GitHub's schema")
-    found = sorted(p for location in spec.submodule_search_locations
-                   for p in Path(location).rglob("github-workflows.json"))
+        pytest.skip(
+            "check-jsonschema is not installed (pip install check-jsonschema): "
+            "the workflow cannot be validated against GitHub's schema"
+        )
+    found = sorted(
+        p
+        for location in spec.submodule_search_locations
+        for p in Path(location).rglob("github-workflows.json")
+    )
     assert found, "check-jsonschema no longer vendors github-workflows.json"
     schema: dict[str, Any] = json.loads(found[0].read_text(encoding="utf-8"))
     return schema
@@ -140,7 +164,9 @@ def test_init_keeps_any_title_intact(tmp_path: Path, title: str) -> None:
     check = run_cli("check", "--strict", "--config", str(folder / "mkdocs.yml"))
     assert check.exit_code == 0, check.stdout + check.stderr
     assert yaml.safe_load((folder / "mkdocs.yml").read_text())["site_name"] == title
-    assert yaml.safe_load((folder / "docs" / "index.md").read_text().split("---")[1])["title"] == title
+    assert (
+        yaml.safe_load((folder / "docs" / "index.md").read_text().split("---")[1])["title"] == title
+    )
 
 
 def test_second_init_is_refused_and_changes_nothing(tmp_path: Path) -> None:
@@ -181,7 +207,10 @@ def test_init_workflow_is_valid_for_github(tmp_path: Path) -> None:
     assert schema.get("$schema", "").startswith("http://json-schema.org/draft-07")
     validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
     workflow = workflow_of(tmp_path / "lib")
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(workflow)]
+    errors = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(workflow)
+    ]
     assert errors == []
     # the schema does catch a broken workflow
     broken = {**workflow, "jobs": {"check": {"steps": [{"run": "x"}]}}}
@@ -215,7 +244,11 @@ def test_init_workflow_checks_every_push_and_releases_tags(tmp_path: Path) -> No
     assert f"handbook=={handbook.__version__}" in json.dumps(workflow)
 
     jobs = workflow["jobs"]
-    checking = [name for name, job in jobs.items() if any("handbook check --format github" in s.get("run", "") for s in _steps(job))]
+    checking = [
+        name
+        for name, job in jobs.items()
+        if any("handbook check --format github" in s.get("run", "") for s in _steps(job))
+    ]
     assert len(checking) == 1
     assert "if" not in jobs[checking[0]], "the check must run on every push and pull request"
 
@@ -225,10 +258,17 @@ def test_init_workflow_checks_every_push_and_releases_tags(tmp_path: Path) -> No
     needs = job.get("needs", [])
     assert checking[0] in ([needs] if isinstance(needs, str) else needs)
     permissions = job["permissions"]
-    assert permissions["contents"] == "write" and permissions["pages"] == "write" and permissions["id-token"] == "write"
+    assert (
+        permissions["contents"] == "write"
+        and permissions["pages"] == "write"
+        and permissions["id-token"] == "write"
+    )
 
     build_at, build_step = _step_running(job, "mkdocs build --strict")
-    assert build_step["env"]["HANDBOOK_SIGNING_KEY"].replace(" ", "") == "${{secrets.HANDBOOK_SIGNING_KEY}}"
+    assert (
+        build_step["env"]["HANDBOOK_SIGNING_KEY"].replace(" ", "")
+        == "${{secrets.HANDBOOK_SIGNING_KEY}}"
+    )
     pack_at, pack_step = _step_running(job, "handbook pack")
     packed = re.search(r"handbook pack (\S+) -o (\S+)", pack_step["run"])
     assert packed, pack_step["run"]
@@ -244,15 +284,24 @@ def test_init_workflow_checks_every_push_and_releases_tags(tmp_path: Path) -> No
     assert build_at < pages_at < deploy_at
 
 
-def test_init_workflow_release_steps_work_on_the_new_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_workflow_release_steps_work_on_the_new_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The release job's commands, run here: mkdocs build --strict with the key in the
     environment, then `handbook pack` of what it published; the archive verifies."""
     folder = tmp_path / "lib"
     assert run_cli("init", str(folder)).exit_code == 0
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "HANDBOOK_SIGNING_KEY")}
     env.update(SOURCE_DATE_EPOCH=EPOCH, NO_MKDOCS_2_WARNING="1", HANDBOOK_SIGNING_KEY=KEY_PEM)
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert (folder / "build" / "site" / "index.html").is_file()
     monkeypatch.chdir(folder)
@@ -310,7 +359,11 @@ def test_pack_is_deterministic(v1: Path, tmp_path: Path) -> None:
     assert one == two
     assert first.lines[1] == f"sha256 {hashlib.sha256(one).hexdigest()}"
     assert second.lines[1] == first.lines[1]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "one.tar.gz", "other-name.tgz"]  # no temporary left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "elsewhere",
+        "one.tar.gz",
+        "other-name.tgz",
+    ]  # no temporary left
 
 
 def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
@@ -353,9 +406,14 @@ def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> 
     (copy / "extra" / "deep").mkdir(parents=True)
     (copy / "extra" / "deep" / "file.txt").write_bytes(b"hello")
     manifest = Manifest.from_bytes((copy / MANIFEST).read_bytes())
-    files = {**manifest.signed.files, "extra/deep/file.txt": FileEntry(hashlib.sha256(b"hello").hexdigest(), 5)}
+    files = {
+        **manifest.signed.files,
+        "extra/deep/file.txt": FileEntry(hashlib.sha256(b"hello").hexdigest(), 5),
+    }
     signed = manifest.signed._replace(files=dict(sorted(files.items())))
-    (copy / MANIFEST).write_bytes(Manifest(signed, (sign(KEY, MANIFEST_TAG, signed.to_dict()),)).to_bytes())
+    (copy / MANIFEST).write_bytes(
+        Manifest(signed, (sign(KEY, MANIFEST_TAG, signed.to_dict()),)).to_bytes()
+    )
     assert open_bundle(copy, [PUBLIC]).signature_state == "verified"
     pack(copy, tmp_path / "deep.tar.gz")
     names = [m.name for m, _ in members_of(tmp_path / "deep.tar.gz")]
@@ -377,7 +435,9 @@ def test_verify_accepts_the_archive(v1_archive: Path) -> None:
 
 def test_verify_refuses_a_tampered_archive(v1_archive: Path, tmp_path: Path) -> None:
     members = members_of(v1_archive)
-    content = next(n for n, (m, _) in enumerate(members) if m.name.startswith("content/") and m.isfile())
+    content = next(
+        n for n, (m, _) in enumerate(members) if m.name.startswith("content/") and m.isfile()
+    )
     info, data = members[content]
     assert data is not None
     changed = data.replace(b"the", b"THE", 1)
@@ -390,13 +450,17 @@ def test_verify_refuses_a_tampered_archive(v1_archive: Path, tmp_path: Path) -> 
 
     extra = tarfile.TarInfo("extra.txt")
     extra.size = 5
-    appended = write_archive(tmp_path / "appended.tar.gz", [*members_of(v1_archive), (extra, b"hello")])
+    appended = write_archive(
+        tmp_path / "appended.tar.gz", [*members_of(v1_archive), (extra, b"hello")]
+    )
     run = run_cli("verify", str(appended), "--key", PUBLIC)
     assert run.exit_code == 1
     assert "extra.txt" in run.stderr and "not listed" in run.stderr
 
 
-def _member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x", **fields: Any) -> tuple[tarfile.TarInfo, bytes | None]:
+def _member(
+    name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x", **fields: Any
+) -> tuple[tarfile.TarInfo, bytes | None]:
     info = tarfile.TarInfo(name)
     info.type = kind
     info.size = len(data) if data is not None and kind == tarfile.REGTYPE else 0
@@ -406,16 +470,28 @@ def _member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x",
 
 
 HOSTILE: dict[str, tuple[Callable[[Path], tuple[tarfile.TarInfo, bytes | None]], str]] = {
-    "symlink": (lambda tmp: _member("evil", tarfile.SYMTYPE, linkname="/etc/passwd"), "is a link or special file"),
-    "hardlink": (lambda tmp: _member("evil", tarfile.LNKTYPE, linkname="catalog.json"), "is a link or special file"),
+    "symlink": (
+        lambda tmp: _member("evil", tarfile.SYMTYPE, linkname="/etc/passwd"),
+        "is a link or special file",
+    ),
+    "hardlink": (
+        lambda tmp: _member("evil", tarfile.LNKTYPE, linkname="catalog.json"),
+        "is a link or special file",
+    ),
     "parent": (lambda tmp: _member("../x"), "'..' segment"),
     "nested parent": (lambda tmp: _member("content/../../x"), "'..' segment"),
     "absolute": (lambda tmp: _member(str(tmp / "escaped")), "is empty or absolute"),
     "duplicate": (lambda tmp: _member("catalog.json"), "catalog.json appears twice"),
     "duplicate by case": (lambda tmp: _member("CATALOG.json"), "appears twice"),
     "fifo": (lambda tmp: _member("fifo", tarfile.FIFOTYPE), "is a link or special file"),
-    "character device": (lambda tmp: _member("null", tarfile.CHRTYPE, devmajor=1, devminor=3), "is a link or special file"),
-    "block device": (lambda tmp: _member("disk", tarfile.BLKTYPE, devmajor=8, devminor=0), "is a link or special file"),
+    "character device": (
+        lambda tmp: _member("null", tarfile.CHRTYPE, devmajor=1, devminor=3),
+        "is a link or special file",
+    ),
+    "block device": (
+        lambda tmp: _member("disk", tarfile.BLKTYPE, devmajor=8, devminor=0),
+        "is a link or special file",
+    ),
 }
 
 
@@ -434,26 +510,38 @@ def test_verify_refuses_a_hostile_archive(v1_archive: Path, tmp_path: Path, case
 
 
 @pytest.mark.parametrize("order", [["catalog.json/x"], ["content/a", "content/a/b"]])
-def test_verify_refuses_a_file_used_as_a_folder(v1_archive: Path, tmp_path: Path, order: list[str]) -> None:
-    archive = write_archive(tmp_path / "clash.tar.gz", [*members_of(v1_archive), *(_member(name) for name in order)])
+def test_verify_refuses_a_file_used_as_a_folder(
+    v1_archive: Path, tmp_path: Path, order: list[str]
+) -> None:
+    archive = write_archive(
+        tmp_path / "clash.tar.gz", [*members_of(v1_archive), *(_member(name) for name in order)]
+    )
     run = run_cli("verify", str(archive), "--key", PUBLIC)
     assert run.exit_code == 1
     assert run.stderr.startswith(f"refused: {archive}: ")
 
 
 def test_verify_names_the_entry_of_a_file_folder_clash(v1_archive: Path, tmp_path: Path) -> None:
-    archive = write_archive(tmp_path / "clash.tar.gz", [*members_of(v1_archive), _member("content/a"), _member("content/a/b")])
+    archive = write_archive(
+        tmp_path / "clash.tar.gz",
+        [*members_of(v1_archive), _member("content/a"), _member("content/a/b")],
+    )
     run = run_cli("verify", str(archive), "--key", PUBLIC)
     assert run.exit_code == 1
     assert "handbook-bundle-" not in run.stderr, run.stderr
     assert "content/a/b" in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"not a gzip at all", "not a readable .tar.gz bundle archive"),
-    (None, "not a readable .tar.gz bundle archive"),  # truncated
-])
-def test_verify_refuses_an_unreadable_archive(v1_archive: Path, tmp_path: Path, content: bytes | None, message: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not a gzip at all", "not a readable .tar.gz bundle archive"),
+        (None, "not a readable .tar.gz bundle archive"),  # truncated
+    ],
+)
+def test_verify_refuses_an_unreadable_archive(
+    v1_archive: Path, tmp_path: Path, content: bytes | None, message: str
+) -> None:
     path = tmp_path / "broken.tar.gz"
     raw = v1_archive.read_bytes()
     path.write_bytes(content if content is not None else raw[: len(raw) // 2])
@@ -462,7 +550,9 @@ def test_verify_refuses_an_unreadable_archive(v1_archive: Path, tmp_path: Path, 
     assert message in run.stderr
 
 
-def test_verify_refuses_an_archive_without_a_manifest_at_the_top(v1_archive: Path, tmp_path: Path) -> None:
+def test_verify_refuses_an_archive_without_a_manifest_at_the_top(
+    v1_archive: Path, tmp_path: Path
+) -> None:
     nested = []
     for info, data in members_of(v1_archive):
         info.name = f"bundle/{info.name}"
@@ -472,7 +562,9 @@ def test_verify_refuses_an_archive_without_a_manifest_at_the_top(v1_archive: Pat
     assert f"no {MANIFEST} at the top of the archive" in run.stderr
 
 
-def test_verify_caps_members_and_size_before_unpacking(v1_archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verify_caps_members_and_size_before_unpacking(
+    v1_archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
     assert run.exit_code == 1 and "over the 5 a bundle may have" in run.stderr
@@ -483,7 +575,9 @@ def test_verify_caps_members_and_size_before_unpacking(v1_archive: Path, monkeyp
 
 
 @pytest.mark.parametrize("damage", ["edited", "unlisted", "missing"])
-def test_pack_refuses_a_tampered_bundle_and_writes_nothing(v1: Path, tmp_path: Path, damage: str) -> None:
+def test_pack_refuses_a_tampered_bundle_and_writes_nothing(
+    v1: Path, tmp_path: Path, damage: str
+) -> None:
     copy = tmp_path / "bundle"
     shutil.copytree(v1.resolve(), copy)
     victim = sorted((copy / "content").iterdir())[0]
@@ -525,16 +619,25 @@ def together(*mutations: Callable[[Path], None]) -> Callable[[Path], None]:
 
 
 def _edit_body(lib: Path) -> None:
-    substitute(lib / "docs" / "devices" / "acme-ac200.md", "Its\ncontroller speaks", "Its\ncontroller only speaks")
+    substitute(
+        lib / "docs" / "devices" / "acme-ac200.md",
+        "Its\ncontroller speaks",
+        "Its\ncontroller only speaks",
+    )
 
 
 def _add_doc(lib: Path) -> None:
-    (lib / "docs" / "guides" / "troubleshooting.md").write_text(VALID_DOC.format(id="guide.troubleshooting"), encoding="utf-8")
+    (lib / "docs" / "guides" / "troubleshooting.md").write_text(
+        VALID_DOC.format(id="guide.troubleshooting"), encoding="utf-8"
+    )
 
 
 def _add_section(lib: Path) -> None:
     path = lib / "docs" / "devices" / "acme-ac200.md"
-    path.write_text(path.read_text(encoding="utf-8") + "\n## Troubleshooting\n\nRestart the controller.\n", encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8") + "\n## Troubleshooting\n\nRestart the controller.\n",
+        encoding="utf-8",
+    )
 
 
 def _remove_doc(lib: Path) -> None:
@@ -545,7 +648,7 @@ def _remove_section(lib: Path) -> None:
     path = lib / "docs" / "devices" / "acme-ac200.md"
     text = path.read_text(encoding="utf-8")
     start = text.index("## Pitfalls")
-    path.write_text(text[:start] + text[text.index("## Collector snippet"):], encoding="utf-8")
+    path.write_text(text[:start] + text[text.index("## Collector snippet") :], encoding="utf-8")
 
 
 def _remove_vocab_value(lib: Path) -> None:
@@ -553,7 +656,11 @@ def _remove_vocab_value(lib: Path) -> None:
 
 
 def _add_vocab_value(lib: Path) -> None:
-    substitute(lib / "mkdocs.yml", "protocol: [modbus, mqtt, opcua]", "protocol: [modbus, mqtt, opcua, bacnet]")
+    substitute(
+        lib / "mkdocs.yml",
+        "protocol: [modbus, mqtt, opcua]",
+        "protocol: [modbus, mqtt, opcua, bacnet]",
+    )
 
 
 def _require_field(lib: Path) -> None:
@@ -565,31 +672,89 @@ def _new_version_only(lib: Path) -> None:
 
 
 def _retitle(lib: Path) -> None:
-    substitute(lib / "docs" / "index.md", "title: About this handbook\n", "title: About the plant-floor handbook\n")
+    substitute(
+        lib / "docs" / "index.md",
+        "title: About this handbook\n",
+        "title: About the plant-floor handbook\n",
+    )
 
 
 SCENARIOS: dict[str, tuple[Callable[[Path], None], str, Callable[[dict[str, Any]], bool]]] = {
-    "identical": (lambda lib: None, "none",
-                  lambda r: r["added"] == r["removed"] == r["changed"] == r["reasons"] == []),
-    "new version number only": (_new_version_only, "none",
-                                lambda r: r["changed"] == [] and r["old"]["version"] == "1.0.0" and r["new"]["version"] == "1.0.1"),
-    "body edited": (_edit_body, "patch",
-                    lambda r: [c["id"] for c in r["changed"]] == ["device.acme.ac200"] and r["changed"][0]["content_changed"]
-                    and r["changed"][0]["sections_added"] == r["changed"][0]["sections_removed"] == []),
-    "title edited": (_retitle, "patch",
-                     lambda r: r["changed"][0]["metadata"] == {"title": ["About this handbook", "About the plant-floor handbook"]}),
-    "doc added": (_add_doc, "minor", lambda r: r["added"] == ["guide.troubleshooting"] and r["removed"] == []),
-    "section added": (_add_section, "minor",
-                      lambda r: [(c["id"], c["sections_added"], c["sections_removed"]) for c in r["changed"]]
-                      == [("device.acme.ac200", ["troubleshooting"], [])]),
-    "vocabulary value added": (_add_vocab_value, "minor", lambda r: r["contract"]["vocab_added"] == {"protocol": ["bacnet"]}),
-    "doc removed": (_remove_doc, "major", lambda r: r["removed"] == ["protocol.mqtt"] and r["added"] == []),
-    "section removed": (_remove_section, "major",
-                        lambda r: [(c["id"], c["sections_removed"]) for c in r["changed"]] == [("device.acme.ac200", ["pitfalls"])]),
-    "vocabulary value removed": (_remove_vocab_value, "major", lambda r: r["contract"]["vocab_removed"] == {"protocol": ["opcua"]}),
-    "field made required": (_require_field, "major", lambda r: r["contract"]["required_added"] == ["verified"]),
-    "doc added and one removed": (together(_add_doc, _remove_doc), "major",
-                                  lambda r: r["added"] == ["guide.troubleshooting"] and r["removed"] == ["protocol.mqtt"]),
+    "identical": (
+        lambda lib: None,
+        "none",
+        lambda r: r["added"] == r["removed"] == r["changed"] == r["reasons"] == [],
+    ),
+    "new version number only": (
+        _new_version_only,
+        "none",
+        lambda r: (
+            r["changed"] == [] and r["old"]["version"] == "1.0.0" and r["new"]["version"] == "1.0.1"
+        ),
+    ),
+    "body edited": (
+        _edit_body,
+        "patch",
+        lambda r: (
+            [c["id"] for c in r["changed"]] == ["device.acme.ac200"]
+            and r["changed"][0]["content_changed"]
+            and r["changed"][0]["sections_added"] == r["changed"][0]["sections_removed"] == []
+        ),
+    ),
+    "title edited": (
+        _retitle,
+        "patch",
+        lambda r: (
+            r["changed"][0]["metadata"]
+            == {"title": ["About this handbook", "About the plant-floor handbook"]}
+        ),
+    ),
+    "doc added": (
+        _add_doc,
+        "minor",
+        lambda r: r["added"] == ["guide.troubleshooting"] and r["removed"] == [],
+    ),
+    "section added": (
+        _add_section,
+        "minor",
+        lambda r: (
+            [(c["id"], c["sections_added"], c["sections_removed"]) for c in r["changed"]]
+            == [("device.acme.ac200", ["troubleshooting"], [])]
+        ),
+    ),
+    "vocabulary value added": (
+        _add_vocab_value,
+        "minor",
+        lambda r: r["contract"]["vocab_added"] == {"protocol": ["bacnet"]},
+    ),
+    "doc removed": (
+        _remove_doc,
+        "major",
+        lambda r: r["removed"] == ["protocol.mqtt"] and r["added"] == [],
+    ),
+    "section removed": (
+        _remove_section,
+        "major",
+        lambda r: (
+            [(c["id"], c["sections_removed"]) for c in r["changed"]]
+            == [("device.acme.ac200", ["pitfalls"])]
+        ),
+    ),
+    "vocabulary value removed": (
+        _remove_vocab_value,
+        "major",
+        lambda r: r["contract"]["vocab_removed"] == {"protocol": ["opcua"]},
+    ),
+    "field made required": (
+        _require_field,
+        "major",
+        lambda r: r["contract"]["required_added"] == ["verified"],
+    ),
+    "doc added and one removed": (
+        together(_add_doc, _remove_doc),
+        "major",
+        lambda r: r["added"] == ["guide.troubleshooting"] and r["removed"] == ["protocol.mqtt"],
+    ),
 }
 
 
@@ -622,21 +787,35 @@ def test_diff_names_the_bump(v1: Path, tmp_path: Path, scenario: str) -> None:
 
 
 def test_diff_a_dropped_vocabulary_loosens_the_contract(v1: Path, tmp_path: Path) -> None:
-    v2 = build_variant(tmp_path, lambda lib: substitute(
-        lib / "mkdocs.yml", "        equipment_type: [air_compressor, energy_meter, plc, gateway]\n", ""))
+    v2 = build_variant(
+        tmp_path,
+        lambda lib: substitute(
+            lib / "mkdocs.yml",
+            "        equipment_type: [air_compressor, energy_meter, plc, gateway]\n",
+            "",
+        ),
+    )
     report = diff_json(v1, v2)
     assert report["bump"] == "minor", report
 
 
 def test_diff_a_new_vocabulary_tightens_the_contract(v1: Path, tmp_path: Path) -> None:
-    v2 = build_variant(tmp_path, lambda lib: substitute(
-        lib / "mkdocs.yml", "      vocab:\n", "      vocab:\n        verified_by: [alice, bob]\n"))
+    v2 = build_variant(
+        tmp_path,
+        lambda lib: substitute(
+            lib / "mkdocs.yml",
+            "      vocab:\n",
+            "      vocab:\n        verified_by: [alice, bob]\n",
+        ),
+    )
     report = diff_json(v1, v2)
     assert report["bump"] == "major"
     assert list(report["contract"]["vocab_removed"]) == ["verified_by"]
 
 
-def test_diff_works_on_archives_and_folders_alike(v1: Path, v1_archive: Path, tmp_path: Path) -> None:
+def test_diff_works_on_archives_and_folders_alike(
+    v1: Path, v1_archive: Path, tmp_path: Path
+) -> None:
     v2 = build_variant(tmp_path, _add_section)
     v2_archive = tmp_path / "v2.tar.gz"
     pack(v2, v2_archive)
@@ -655,10 +834,15 @@ def test_diff_text_names_the_bump_and_the_changes(v1: Path, tmp_path: Path) -> N
     assert "  - 1 section(s) added: device.acme.ac200#troubleshooting" in run.lines
     assert "  - 1 doc(s) changed: guide.about" in run.lines
     assert "  changed device.acme.ac200 (+#troubleshooting)" in run.lines
-    assert "  changed guide.about (title: 'About this handbook' -> 'About the plant-floor handbook')" in run.lines
+    assert (
+        "  changed guide.about (title: 'About this handbook' -> 'About the plant-floor handbook')"
+        in run.lines
+    )
 
 
-def test_diff_refuses_a_damaged_or_untrusted_bundle(v1: Path, v1_archive: Path, tmp_path: Path) -> None:
+def test_diff_refuses_a_damaged_or_untrusted_bundle(
+    v1: Path, v1_archive: Path, tmp_path: Path
+) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(v1.resolve(), copy)
     victim = sorted((copy / "content").iterdir())[0]
@@ -674,7 +858,9 @@ def test_diff_refuses_a_damaged_or_untrusted_bundle(v1: Path, v1_archive: Path, 
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()
 
@@ -705,8 +891,13 @@ def signing_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def state(repo: Path) -> tuple[str, bytes, str, str, str]:
     """Everything a refused release must leave alone."""
-    return (git(repo, "rev-parse", "HEAD"), (repo / "mkdocs.yml").read_bytes(), git(repo, "tag", "--list"),
-            git(repo, "status", "--porcelain", "--untracked-files=all"), git(repo, "stash", "list"))
+    return (
+        git(repo, "rev-parse", "HEAD"),
+        (repo / "mkdocs.yml").read_bytes(),
+        git(repo, "tag", "--list"),
+        git(repo, "status", "--porcelain", "--untracked-files=all"),
+        git(repo, "stash", "list"),
+    )
 
 
 def release(repo: Path, *args: str) -> Any:
@@ -750,7 +941,11 @@ def test_release_bumps_builds_commits_and_tags(repo: Path, tmp_path: Path) -> No
     # the archive is the packed bundle of the released version, signed by the key
     bundle = open_bundle(repo / "build" / "bundle", [PUBLIC])
     assert bundle.signature_state == "verified"
-    assert (bundle.manifest.signed.library, bundle.manifest.signed.version, bundle.manifest.signed.docs) == ("floor", "0.2.0", 2)
+    assert (
+        bundle.manifest.signed.library,
+        bundle.manifest.signed.version,
+        bundle.manifest.signed.docs,
+    ) == ("floor", "0.2.0", 2)
     repacked = tmp_path / "repacked.tar.gz"
     pack(repo / "build" / "bundle", repacked)
     assert repacked.read_bytes() == archive.read_bytes()
@@ -767,7 +962,11 @@ def test_release_refuses_versions_that_do_not_increase(repo: Path) -> None:
         assert state(repo) == before
     assert not (repo / "build" / "release" / "floor-0.1.5.tar.gz").exists()
     # a pre-release, then its release, then a patch: each comes after the last
-    for version, expected in (("1.0.0-rc.1", "1.0.0-rc.1"), ("1.0.0", "1.0.0"), ("--patch", "1.0.1")):
+    for version, expected in (
+        ("1.0.0-rc.1", "1.0.0-rc.1"),
+        ("1.0.0", "1.0.0"),
+        ("--patch", "1.0.1"),
+    ):
         run = release(repo, version)
         assert run.exit_code == 0, run.stderr
         assert load_config(repo / "mkdocs.yml").version == expected
@@ -801,29 +1000,52 @@ def _no_key(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _broken_doc(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (repo / "docs" / "guides" / "broken.md").write_text("---\nid: floor.broken\ntitle: [unclosed\n---\n# Broken\n")
+    (repo / "docs" / "guides" / "broken.md").write_text(
+        "---\nid: floor.broken\ntitle: [unclosed\n---\n# Broken\n"
+    )
     commit_all(repo, "Add a broken doc")
 
 
 REFUSALS: dict[str, tuple[Callable[[Path, pytest.MonkeyPatch], None], list[str], str]] = {
-    "another branch": (_other_branch, ["--minor"], "on branch 'feature'; releases are made from 'main'"),
+    "another branch": (
+        _other_branch,
+        ["--minor"],
+        "on branch 'feature'; releases are made from 'main'",
+    ),
     "uncommitted edit": (_edited, ["--minor"], "uncommitted changes"),
     "untracked file": (_untracked, ["--minor"], "uncommitted changes"),
     "staged file": (_staged, ["--minor"], "uncommitted changes"),
-    "same version": (lambda repo, mp: None, ["0.1.0"], "does not come after the current version 0.1.0"),
-    "lower version": (lambda repo, mp: None, ["0.0.9"], "does not come after the current version 0.1.0"),
+    "same version": (
+        lambda repo, mp: None,
+        ["0.1.0"],
+        "does not come after the current version 0.1.0",
+    ),
+    "lower version": (
+        lambda repo, mp: None,
+        ["0.0.9"],
+        "does not come after the current version 0.1.0",
+    ),
     "not a version": (lambda repo, mp: None, ["1.2"], "is not a semantic version"),
     "existing tag": (_tagged, ["0.3.0"], "tag v0.3.0 already exists"),
     "no signing key": (_no_key, ["--patch"], "no signing key"),
-    "malformed signing key": (lambda repo, mp: mp.setenv("HANDBOOK_SIGNING_KEY", "not a key"), ["--patch"],
-                              "$HANDBOOK_SIGNING_KEY is not"),
-    "strict build fails": (_broken_doc, ["--minor"], "the strict build failed; nothing was committed"),
+    "malformed signing key": (
+        lambda repo, mp: mp.setenv("HANDBOOK_SIGNING_KEY", "not a key"),
+        ["--patch"],
+        "$HANDBOOK_SIGNING_KEY is not",
+    ),
+    "strict build fails": (
+        _broken_doc,
+        ["--minor"],
+        "the strict build failed; nothing was committed",
+    ),
 }
 
 
 @pytest.mark.usefixtures("signing_env")
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_release_refuses_and_changes_nothing(repo: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+def test_release_refuses_and_changes_nothing(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
     prepare, args, message = REFUSALS[case]
     prepare(repo, monkeypatch)
     before = state(repo)
@@ -836,7 +1058,9 @@ def test_release_refuses_and_changes_nothing(repo: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.usefixtures("signing_env")
-def test_release_strict_build_failure_names_the_finding(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_release_strict_build_failure_names_the_finding(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _broken_doc(repo, monkeypatch)
     original = (repo / "mkdocs.yml").read_bytes()
     run = release(repo, "--minor")
@@ -877,7 +1101,9 @@ def test_release_push_sends_the_branch_and_the_tag(repo: Path, tmp_path: Path) -
     assert git(remote, "rev-parse", "refs/heads/main") == head
     assert git(remote, "cat-file", "-t", "refs/tags/v1.0.0") == "tag"
     assert git(remote, "rev-parse", "refs/tags/v1.0.0^{commit}") == head
-    assert git(remote, "rev-parse", "refs/tags/v1.0.0") == git(repo, "rev-parse", "refs/tags/v1.0.0")
+    assert git(remote, "rev-parse", "refs/tags/v1.0.0") == git(
+        repo, "rev-parse", "refs/tags/v1.0.0"
+    )
 
 
 @pytest.mark.usefixtures("signing_env")
@@ -913,8 +1139,13 @@ def test_release_changes_nothing_when_the_commit_fails(repo: Path) -> None:
 def test_release_of_a_flow_style_plugin_entry(repo: Path) -> None:
     config = repo / "mkdocs.yml"
     text = config.read_text()
-    block = text[text.index("  - handbook:\n"):]
-    config.write_text(text.replace(block, "  - handbook: {library: floor, version: 0.1.0, vocab: {kind: [guide, reference, procedure]}}\n"))
+    block = text[text.index("  - handbook:\n") :]
+    config.write_text(
+        text.replace(
+            block,
+            "  - handbook: {library: floor, version: 0.1.0, vocab: {kind: [guide, reference, procedure]}}\n",
+        )
+    )
     assert load_config(config).version == "0.1.0"
     commit_all(repo, "Flow style")
     before = config.read_text().splitlines()
@@ -923,7 +1154,8 @@ def test_release_of_a_flow_style_plugin_entry(repo: Path) -> None:
     assert load_config(config).version == "0.2.0"
     after = config.read_text().splitlines()
     assert [line for line in after if line not in before] == [
-        '  - handbook: {library: floor, version: "0.2.0", vocab: {kind: [guide, reference, procedure]}}']
+        '  - handbook: {library: floor, version: "0.2.0", vocab: {kind: [guide, reference, procedure]}}'
+    ]
 
 
 @pytest.mark.usefixtures("signing_env")

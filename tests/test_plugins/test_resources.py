@@ -37,33 +37,60 @@ def example(tmp_path: Path) -> Path:
 
 def test_folder_docs_and_their_files_are_found() -> None:
     found = discover(EXAMPLE / "docs")
-    assert found.paths == ["devices/ac300/index.md", "index.md", "skills/modbus-scan/SKILL.md"]  # notes.md is the skill's, not a doc
+    assert found.paths == [
+        "devices/ac300/index.md",
+        "index.md",
+        "skills/modbus-scan/SKILL.md",
+    ]  # notes.md is the skill's, not a doc
     assert found.resources == {
         "devices/ac300/index.md": ["devices/ac300/registers.csv", "devices/ac300/wiring.png"],
-        "skills/modbus-scan/SKILL.md": ["skills/modbus-scan/config/collector.yaml", "skills/modbus-scan/references/notes.md",
-                                        "skills/modbus-scan/references/register-template.csv", "skills/modbus-scan/scripts/scan.py"],
+        "skills/modbus-scan/SKILL.md": [
+            "skills/modbus-scan/config/collector.yaml",
+            "skills/modbus-scan/references/notes.md",
+            "skills/modbus-scan/references/register-template.csv",
+            "skills/modbus-scan/scripts/scan.py",
+        ],
     }
 
 
 def test_an_index_folder_keeps_its_markdown_docs(make_library: MakeLibrary) -> None:
     doc = "---\nid: {id}\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n\n## S\n\nText.\n"
-    config = make_library({"area/index.md": doc.format(id="area"), "area/other.md": doc.format(id="area.other"),
-                           "area/table.csv": "a,b\n1,2\n", "loose.csv": "x\n"})
+    config = make_library(
+        {
+            "area/index.md": doc.format(id="area"),
+            "area/other.md": doc.format(id="area.other"),
+            "area/table.csv": "a,b\n1,2\n",
+            "loose.csv": "x\n",
+        }
+    )
     found = discover(config.parent / "docs")
     assert found.paths == ["area/index.md", "area/other.md"]
-    assert found.resources == {"area/index.md": ["area/table.csv"]}  # a file outside any folder doc stays a site asset
+    assert found.resources == {
+        "area/index.md": ["area/table.csv"]
+    }  # a file outside any folder doc stays a site asset
 
 
 def test_files_are_hashed_listed_and_read_back(example: Path, tmp_path: Path) -> None:
     lib = built(example, tmp_path / "bundle")
     listed = lib.get("skill.modbus-scan")["resources"]
-    assert [r["path"] for r in listed] == ["config/collector.yaml", "references/notes.md", "references/register-template.csv", "scripts/scan.py"]
+    assert [r["path"] for r in listed] == [
+        "config/collector.yaml",
+        "references/notes.md",
+        "references/register-template.csv",
+        "scripts/scan.py",
+    ]
     on_disk = (example / "docs/skills/modbus-scan/config/collector.yaml").read_bytes()
     answer = lib.resource("skill.modbus-scan", "config/collector.yaml")
-    assert answer["content"].encode() == on_disk and answer["sha256"] == hashlib.sha256(on_disk).hexdigest()
+    assert (
+        answer["content"].encode() == on_disk
+        and answer["sha256"] == hashlib.sha256(on_disk).hexdigest()
+    )
     assert answer["media_type"] == "application/yaml"
     picture = lib.resource("device.acme.ac300", "wiring.png")
-    assert base64.b64decode(picture["content_base64"]) == (example / "docs/devices/ac300/wiring.png").read_bytes()
+    assert (
+        base64.b64decode(picture["content_base64"])
+        == (example / "docs/devices/ac300/wiring.png").read_bytes()
+    )
     assert picture["media_type"] == "image/png"
     script = lib.resource("skill.modbus-scan", "scripts/scan.py")
     assert "never runs it" in script["content"]  # shipped as text, not run
@@ -73,8 +100,18 @@ def test_files_are_hashed_listed_and_read_back(example: Path, tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "path",
-    ["../skills/modbus-scan/scripts/scan.py", "/etc/passwd", "registers.csv/../wiring.png", "..", "", "REGISTERS.CSV",
-     "registers.csv\x00", "C:\\registers.csv", "%2e%2e/registers.csv", 5],
+    [
+        "../skills/modbus-scan/scripts/scan.py",
+        "/etc/passwd",
+        "registers.csv/../wiring.png",
+        "..",
+        "",
+        "REGISTERS.CSV",
+        "registers.csv\x00",
+        "C:\\registers.csv",
+        "%2e%2e/registers.csv",
+        5,
+    ],
 )
 def test_paths_only_name_listed_files(example: Path, tmp_path: Path, path: object) -> None:
     lib = built(example, tmp_path / "bundle")
@@ -94,8 +131,15 @@ def test_exact_revisions_and_a_changed_file(example: Path, tmp_path: Path) -> No
     after = lib.get("device.acme.ac300")["revision"]
     assert after != before  # a file-only change changes the doc's revision
     refused = lib.resource("device.acme.ac300", "registers.csv", revision=before)
-    assert refused["found"] is False and refused["code"] == "unavailable_revision" and "content" not in refused
-    assert "fault_code" in lib.resource("device.acme.ac300", "registers.csv", revision=after)["content"]
+    assert (
+        refused["found"] is False
+        and refused["code"] == "unavailable_revision"
+        and "content" not in refused
+    )
+    assert (
+        "fault_code"
+        in lib.resource("device.acme.ac300", "registers.csv", revision=after)["content"]
+    )
 
 
 def test_a_tampered_file_is_never_served(example: Path, tmp_path: Path) -> None:
@@ -105,15 +149,23 @@ def test_a_tampered_file_is_never_served(example: Path, tmp_path: Path) -> None:
     target = Path(os.path.realpath(tmp_path / "bundle")) / "resources" / digest
     target.write_bytes(target.read_bytes().replace(b"bar", b"psi"))
     answer = fresh.resource("device.acme.ac300", "registers.csv")
-    assert "content" not in answer and answer["error"]["code"] == "internal_error" and digest in answer["error"]["message"]
+    assert (
+        "content" not in answer
+        and answer["error"]["code"] == "internal_error"
+        and digest in answer["error"]["message"]
+    )
     with pytest.raises(HashMismatchError):
         Library.open(tmp_path / "bundle", allow_unsigned=True).bundle.read(f"resources/{digest}")
 
 
-def test_build_refuses_links_special_files_and_oversized_files(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_build_refuses_links_special_files_and_oversized_files(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     doc = "---\nid: skill.x\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n\n## S\n\nText.\n"
-    config = make_library({"skill/SKILL.md": doc, "skill/big.bin": b"x" * 2048, "skill/ok.txt": "fine"},
-                          limits={"resource_bytes": 1024})
+    config = make_library(
+        {"skill/SKILL.md": doc, "skill/big.bin": b"x" * 2048, "skill/ok.txt": "fine"},
+        limits={"resource_bytes": 1024},
+    )
     docs = config.parent / "docs"
     (tmp_path / "secret.txt").write_text("outside")
     (docs / "skill" / "link.txt").symlink_to(tmp_path / "secret.txt")
@@ -127,7 +179,14 @@ def test_build_refuses_links_special_files_and_oversized_files(make_library: Mak
 
 def test_unportable_resource_names_are_refused(make_library: MakeLibrary) -> None:
     doc = "---\nid: skill.x\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n\n## S\n\nText.\n"
-    config = make_library({"skill/SKILL.md": doc, "skill/a:b.txt": "x", "skill/Notes.txt": "x", "skill/notes.txt": "y"})
+    config = make_library(
+        {
+            "skill/SKILL.md": doc,
+            "skill/a:b.txt": "x",
+            "skill/Notes.txt": "x",
+            "skill/notes.txt": "y",
+        }
+    )
     run = run_cli("check", "--config", str(config))
     assert run.exit_code == 1 and "HB104" in run.stdout and "HB105" in run.stdout
 
@@ -144,7 +203,9 @@ def test_a_catalog_pointing_outside_its_files_is_refused(example: Path, tmp_path
 
     def altered(**change: str) -> Catalog:
         data = json.loads(lib.bundle.read("catalog.json"))
-        next(d for d in data["docs"] if d["id"] == "device.acme.ac300")["resources"][0].update(change)
+        next(d for d in data["docs"] if d["id"] == "device.acme.ac300")["resources"][0].update(
+            change
+        )
         return Catalog.from_dict(data)
 
     with pytest.raises(FormatError, match="unsafe path"):
@@ -167,12 +228,35 @@ def test_attached_files_through_cli_http_and_mcp(example: Path, tmp_path: Path) 
     table = (example / "docs/devices/ac300/registers.csv").read_text()
     picture = (example / "docs/devices/ac300/wiring.png").read_bytes()
 
-    run = run_cli("resource", "device.acme.ac300", "registers.csv", "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    run = run_cli(
+        "resource",
+        "device.acme.ac300",
+        "registers.csv",
+        "--bundle",
+        str(tmp_path / "bundle"),
+        "--allow-unsigned",
+    )
     assert run.exit_code == 0 and run.stdout == table
     out = tmp_path / "wiring.png"
-    run = run_cli("resource", "device.acme.ac300", "wiring.png", "-o", str(out), "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    run = run_cli(
+        "resource",
+        "device.acme.ac300",
+        "wiring.png",
+        "-o",
+        str(out),
+        "--bundle",
+        str(tmp_path / "bundle"),
+        "--allow-unsigned",
+    )
     assert run.exit_code == 0 and out.read_bytes() == picture
-    run = run_cli("resource", "device.acme.ac300", "../index.md", "--bundle", str(tmp_path / "bundle"), "--allow-unsigned")
+    run = run_cli(
+        "resource",
+        "device.acme.ac300",
+        "../index.md",
+        "--bundle",
+        str(tmp_path / "bundle"),
+        "--allow-unsigned",
+    )
     assert run.exit_code == 1
 
     with live(create_app(lib, mcp=http_app(lib))) as address:
@@ -180,12 +264,26 @@ def test_attached_files_through_cli_http_and_mcp(example: Path, tmp_path: Path) 
         assert status == 200 and body["content"] == table
         status, body = get_json(address, "/api/v1/resource?id=device.acme.ac300&path=..%2Findex.md")
         assert status == 404 and body["found"] is False
-        assert request(address, f"/bundle/resources/{body and lib.resource('device.acme.ac300', 'registers.csv')['sha256']}")[2].decode() == table
+        assert (
+            request(
+                address,
+                f"/bundle/resources/{body and lib.resource('device.acme.ac300', 'registers.csv')['sha256']}",
+            )[2].decode()
+            == table
+        )
 
         async def main() -> tuple[str, str]:
             async with Client(f"http://{address[0]}:{address[1]}/mcp", mode="legacy") as client:
-                text = (await client.read_resource("handbook://plant-skills/device.acme.ac300/registers.csv")).contents[0]
-                blob = (await client.read_resource("handbook://plant-skills/device.acme.ac300/wiring.png")).contents[0]
+                text = (
+                    await client.read_resource(
+                        "handbook://plant-skills/device.acme.ac300/registers.csv"
+                    )
+                ).contents[0]
+                blob = (
+                    await client.read_resource(
+                        "handbook://plant-skills/device.acme.ac300/wiring.png"
+                    )
+                ).contents[0]
                 return text.text, blob.blob  # type: ignore[union-attr]
 
         text, blob = anyio.run(main)

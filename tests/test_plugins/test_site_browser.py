@@ -28,8 +28,13 @@ SCREENSHOTS = ROOT / "build" / "browser"
 
 if not (CHROMIUM and CHROMEDRIVER):
     if os.environ.get("CI"):
-        raise RuntimeError("the browser test needs Debian's chromium and chromium-driver; .ci/run installs them")
-    pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)", allow_module_level=True)
+        raise RuntimeError(
+            "the browser test needs Debian's chromium and chromium-driver; .ci/run installs them"
+        )
+    pytest.skip(
+        "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -43,11 +48,19 @@ WAIT_S = 30  # a generous bound on page work, never a speed assertion
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example library built with `mkdocs build --strict`."""
     root = tmp_path_factory.mktemp("site") / "lib"
-    shutil.copytree(ROOT / "examples" / "plant-floor", root, ignore=shutil.ignore_patterns("build", "site"))
+    shutil.copytree(
+        ROOT / "examples" / "plant-floor", root, ignore=shutil.ignore_patterns("build", "site")
+    )
     pem, _ = generate_private_key()
     env = {**os.environ, "HANDBOOK_SIGNING_KEY": pem.decode(), "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=root, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     return root / "build" / "site"
 
@@ -67,9 +80,16 @@ def base_url(site: Path) -> Iterator[str]:
 def browser() -> Iterator[object]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ):
         options.add_argument(argument)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
+    driver = webdriver.Chrome(
+        service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options
+    )
     try:
         yield driver
     finally:
@@ -78,14 +98,21 @@ def browser() -> Iterator[object]:
 
 def test_doc_page_shows_its_header_card(browser: webdriver.Chrome, base_url: str) -> None:
     browser.get(base_url + "devices/acme-ac200/")
-    card = WebDriverWait(browser, WAIT_S).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".hb-card")))
+    card = WebDriverWait(browser, WAIT_S).until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, ".hb-card"))
+    )
     assert card.get_attribute("data-doc-id") == "device.acme.ac200"
     assert card.find_element(By.CSS_SELECTOR, ".hb-id").text == "device.acme.ac200"
     badge = card.find_element(By.CSS_SELECTOR, ".hb-badge")
     assert badge.text == "unverified"
-    assert badge.value_of_css_property("background-color") not in ("rgba(0, 0, 0, 0)", "transparent")  # the CSS applied
+    assert badge.value_of_css_property("background-color") not in (
+        "rgba(0, 0, 0, 0)",
+        "transparent",
+    )  # the CSS applied
     assert "Register map" in card.find_element(By.CSS_SELECTOR, ".hb-summary").text
-    assert "---" not in browser.find_element(By.CSS_SELECTOR, "article").text.split("\n")[0]  # no raw frontmatter
+    assert (
+        "---" not in browser.find_element(By.CSS_SELECTOR, "article").text.split("\n")[0]
+    )  # no raw frontmatter
     raw = card.find_element(By.LINK_TEXT, "raw markdown").get_attribute("href")
     assert raw is not None and "/bundle/content/" in raw
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -94,12 +121,16 @@ def test_doc_page_shows_its_header_card(browser: webdriver.Chrome, base_url: str
 
 def test_material_search_finds_a_doc_by_keyword(browser: webdriver.Chrome, base_url: str) -> None:
     browser.get(base_url)
-    field = WebDriverWait(browser, WAIT_S).until(ec.element_to_be_clickable((By.CSS_SELECTOR, "input.md-search__input")))
+    field = WebDriverWait(browser, WAIT_S).until(
+        ec.element_to_be_clickable((By.CSS_SELECTOR, "input.md-search__input"))
+    )
     field.click()
     field.send_keys("ac200")  # a keyword from the frontmatter; the text says "AC-200"
     WebDriverWait(browser, WAIT_S).until(
-        lambda driver: any("acme-ac200" in (link.get_attribute("href") or "")
-                           for link in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link"))
+        lambda driver: any(
+            "acme-ac200" in (link.get_attribute("href") or "")
+            for link in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link")
+        )
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "search.png"))
@@ -107,7 +138,9 @@ def test_material_search_finds_a_doc_by_keyword(browser: webdriver.Chrome, base_
 
 def test_catalog_page_lists_docs_with_their_state(browser: webdriver.Chrome, base_url: str) -> None:
     browser.get(base_url + "catalog/")
-    WebDriverWait(browser, WAIT_S).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "article table")))
+    WebDriverWait(browser, WAIT_S).until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, "article table"))
+    )
     rows = browser.find_elements(By.CSS_SELECTOR, "article table tbody tr")
     assert len(rows) == 6
     assert any("device.acme.ac200" in row.text and "unverified" in row.text for row in rows)

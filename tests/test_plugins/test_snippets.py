@@ -24,7 +24,9 @@ summary: Snippets.
 """
 
 
-def lines_for(make_library: MakeLibrary, lang: str, text: str, **options: object) -> tuple[int, list[str]]:
+def lines_for(
+    make_library: MakeLibrary, lang: str, text: str, **options: object
+) -> tuple[int, list[str]]:
     config = make_library({"s.md": DOC.format(lang=lang, text=text)}, **options)
     run = run_cli("check", "--config", str(config))
     return run.exit_code, run.lines[:-1]
@@ -33,14 +35,36 @@ def lines_for(make_library: MakeLibrary, lang: str, text: str, **options: object
 @pytest.mark.parametrize(
     ("lang", "text", "expected"),
     [
-        ("json", '{"a": 1,\n "b": }', "s.md:9:1: HB501 json snippet: invalid JSON: Expecting value (column 7)"),
-        ("yaml", "a: 1\nb: [\nc: 2", "s.md:10:1: HB501 yaml snippet: invalid YAML: did not find expected ',' or ']'"),
-        ("yml", "a: b: c", "s.md:8:1: HB501 yml snippet: invalid YAML: mapping values are not allowed in this context"),
-        ("toml", 'a = 1\nb = "x\n', "s.md:9:1: HB501 toml snippet: invalid TOML: Illegal character '\\n' (at line 2, column 7)"),
-        ("JSON", "[1, 2", "s.md:8:1: HB501 json snippet: invalid JSON: Expecting ',' delimiter (column 1)"),
+        (
+            "json",
+            '{"a": 1,\n "b": }',
+            "s.md:9:1: HB501 json snippet: invalid JSON: Expecting value (column 7)",
+        ),
+        (
+            "yaml",
+            "a: 1\nb: [\nc: 2",
+            "s.md:10:1: HB501 yaml snippet: invalid YAML: did not find expected ',' or ']'",
+        ),
+        (
+            "yml",
+            "a: b: c",
+            "s.md:8:1: HB501 yml snippet: invalid YAML: mapping values are not allowed in this context",
+        ),
+        (
+            "toml",
+            'a = 1\nb = "x\n',
+            "s.md:9:1: HB501 toml snippet: invalid TOML: Illegal character '\\n' (at line 2, column 7)",
+        ),
+        (
+            "JSON",
+            "[1, 2",
+            "s.md:8:1: HB501 json snippet: invalid JSON: Expecting ',' delimiter (column 1)",
+        ),
     ],
 )
-def test_builtin_validators_point_at_the_line(make_library: MakeLibrary, lang: str, text: str, expected: str) -> None:
+def test_builtin_validators_point_at_the_line(
+    make_library: MakeLibrary, lang: str, text: str, expected: str
+) -> None:
     code, lines = lines_for(make_library, lang, text)
     assert code == 1
     assert len(lines) == 1
@@ -48,12 +72,21 @@ def test_builtin_validators_point_at_the_line(make_library: MakeLibrary, lang: s
 
 
 def test_valid_snippets_and_unknown_languages_pass(make_library: MakeLibrary) -> None:
-    for lang, text in [("json", '{"a": [1, 2]}'), ("yaml", "a: &x 1\nb: *x"), ("toml", "[t]\nk = 1"), ("python", "def (:"), ("", "{")]:
+    for lang, text in [
+        ("json", '{"a": [1, 2]}'),
+        ("yaml", "a: &x 1\nb: *x"),
+        ("toml", "[t]\nk = 1"),
+        ("python", "def (:"),
+        ("", "{"),
+    ]:
         assert lines_for(make_library, lang, text) == (0, []), lang
 
 
 def test_off_switches_a_builtin_off(make_library: MakeLibrary) -> None:
-    assert lines_for(make_library, "json", "{partial", snippet_validators={"json": "off"}) == (0, [])
+    assert lines_for(make_library, "json", "{partial", snippet_validators={"json": "off"}) == (
+        0,
+        [],
+    )
 
 
 def test_a_library_validator_replaces_a_builtin(make_library: MakeLibrary, tmp_path: Path) -> None:
@@ -61,7 +94,12 @@ def test_a_library_validator_replaces_a_builtin(make_library: MakeLibrary, tmp_p
     (tmp_path / "lib" / "my_checks.py").write_text(
         "def strict_yaml(text):\n    return [(2, 'port must be a number')] if 'port: x' in text else []\n"
     )
-    code, lines = lines_for(make_library, "yaml", "host: a\nport: x", snippet_validators={"yaml": "my_checks:strict_yaml"})
+    code, lines = lines_for(
+        make_library,
+        "yaml",
+        "host: a\nport: x",
+        snippet_validators={"yaml": "my_checks:strict_yaml"},
+    )
     assert code == 1
     assert lines == ["s.md:9:1: HB501 yaml snippet: port must be a number"]
 
@@ -70,11 +108,16 @@ def test_a_library_validator_replaces_a_builtin(make_library: MakeLibrary, tmp_p
     ("body", "expected"),
     [
         ("raise RuntimeError('boom')", "s.md:8:1: HB502 ini validator crashed: RuntimeError: boom"),
-        ("return 'not a list'", "s.md:8:1: HB502 ini validator crashed: TypeError: returned str, expected a list of errors"),
+        (
+            "return 'not a list'",
+            "s.md:8:1: HB502 ini validator crashed: TypeError: returned str, expected a list of errors",
+        ),
         ("return [(99, 'line past the end')]", "s.md:8:1: HB501 ini snippet: line past the end"),
     ],
 )
-def test_misbehaving_validators_are_reported_not_fatal(make_library: MakeLibrary, tmp_path: Path, body: str, expected: str) -> None:
+def test_misbehaving_validators_are_reported_not_fatal(
+    make_library: MakeLibrary, tmp_path: Path, body: str, expected: str
+) -> None:
     (tmp_path / "lib").mkdir()
     module = f"bad_checks_{abs(hash(body))}"  # a fresh module per case: imports are cached
     (tmp_path / "lib" / f"{module}.py").write_text(f"def check(text):\n    {body}\n")
@@ -90,7 +133,10 @@ def test_builtins_survive_deep_nesting(check) -> None:
 
 
 def test_yaml_alias_bomb_in_a_snippet_is_not_expanded() -> None:
-    bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+    bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
     tracemalloc.start()
     try:
         assert check_yaml(bomb) == []

@@ -89,7 +89,9 @@ def test_portable_names_pass() -> None:
 def test_case_and_normalization_collisions(make_library: MakeLibrary) -> None:
     nfc = unicodedata.normalize("NFC", "café.md")
     nfd = unicodedata.normalize("NFD", "café.md")
-    config = make_library({"Pump.md": doc("pump-a"), "pump.md": doc("pump-b"), nfc: doc("cafe-a"), nfd: doc("cafe-b")})
+    config = make_library(
+        {"Pump.md": doc("pump-a"), "pump.md": doc("pump-b"), nfc: doc("cafe-a"), nfd: doc("cafe-b")}
+    )
     code, lines = check_lines(config)
     assert code == 1
     assert lines == [
@@ -99,7 +101,9 @@ def test_case_and_normalization_collisions(make_library: MakeLibrary) -> None:
 
 
 def test_dotfiles_and_other_files_are_skipped(make_library: MakeLibrary) -> None:
-    config = make_library({"a.md": doc("a"), ".hidden.md": "broken", ".git/x.md": "broken", "img.png": b"\x89PNG"})
+    config = make_library(
+        {"a.md": doc("a"), ".hidden.md": "broken", ".git/x.md": "broken", "img.png": b"\x89PNG"}
+    )
     assert check_lines(config) == (0, [])
     assert discover(config.parent / "docs").paths == ["a.md"]
 
@@ -114,4 +118,7 @@ def test_bom_and_crlf_are_normalized(tmp_path: Path) -> None:
 def test_not_utf8_points_at_the_byte(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_bytes(b"---\nid: a\n---\nline\nab" + b"\xc3\x28")
     found = read(tmp_path, "a.md")
-    assert str(found) == "a.md:5:3: HB101 is not UTF-8 (byte 0xc3 at offset 21); save the file as UTF-8"
+    assert (
+        str(found)
+        == "a.md:5:3: HB101 is not UTF-8 (byte 0xc3 at offset 21); save the file as UTF-8"
+    )

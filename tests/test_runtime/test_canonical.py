@@ -57,7 +57,10 @@ def nested_dicts(depth: int) -> Any:
         ({}, b"{}"),
         ((1, "a"), b'[1,"a"]'),
         ([1, [2, [3, []]], {"k": [None]}], b'[1,[2,[3,[]]],{"k":[null]}]'),
-        ({"b": [True, False], "a": {"d": 1, "c": None}}, b'{"a":{"c":null,"d":1},"b":[true,false]}'),
+        (
+            {"b": [True, False], "a": {"d": 1, "c": None}},
+            b'{"a":{"c":null,"d":1},"b":[true,false]}',
+        ),
     ],
 )
 def test_dumps_scalars_and_containers(value: Any, expected: bytes) -> None:
@@ -93,7 +96,9 @@ def test_dumps_rfc8785_string_example() -> None:
     """RFC 8785 §3.2.2.2's example without its (float) numbers, byte for byte."""
     source = '{"string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}'
     value = json.loads(source)
-    expected = b'{"literals":[null,true,false],"string":"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    expected = (
+        b'{"literals":[null,true,false],"string":"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    )
     assert canonical.dumps(value) == expected
 
 
@@ -111,7 +116,13 @@ def test_dumps_rfc8785_string_example() -> None:
 )
 def test_dumps_orders_keys_by_utf16_code_units(first: str, second: str) -> None:
     """Code-point order and UTF-16 order differ above U+FFFF; JCS wants UTF-16."""
-    expected = b"{" + json.dumps(first, ensure_ascii=False).encode() + b":1," + json.dumps(second, ensure_ascii=False).encode() + b":2}"
+    expected = (
+        b"{"
+        + json.dumps(first, ensure_ascii=False).encode()
+        + b":1,"
+        + json.dumps(second, ensure_ascii=False).encode()
+        + b":2}"
+    )
     assert canonical.dumps({second: 2, first: 1}) == expected
     assert canonical.dumps({first: 1, second: 2}) == expected
 
@@ -139,7 +150,7 @@ def test_dumps_orders_keys_by_utf16_code_units(first: str, second: str) -> None:
         ("\u2029", b'"\xe2\x80\xa9"'),
         ("\ufeff", b'"\xef\xbb\xbf"'),
         ("\U0001f600", b'"\xf0\x9f\x98\x80"'),
-        ("a\tb\"c\\d\u00e9", b'"a\\tb\\"c\\\\d\xc3\xa9"'),
+        ('a\tb"c\\d\u00e9', b'"a\\tb\\"c\\\\d\xc3\xa9"'),
     ],
 )
 def test_dumps_escapes_strings_as_jcs(text: str, expected: bytes) -> None:
@@ -165,14 +176,18 @@ def test_dumps_refuses_integers_beyond_safe_range(value: Any) -> None:
         canonical.dumps(value)
 
 
-@pytest.mark.parametrize("value", [0.0, 1.0, -0.5, 1e2, float("nan"), float("inf"), [1, 2.5], {"a": 1.0}])
+@pytest.mark.parametrize(
+    "value", [0.0, 1.0, -0.5, 1e2, float("nan"), float("inf"), [1, 2.5], {"a": 1.0}]
+)
 def test_dumps_refuses_floats(value: Any) -> None:
     """No floats anywhere, so nobody has to agree on number formatting."""
     with pytest.raises(CanonicalError, match="float"):
         canonical.dumps(value)
 
 
-@pytest.mark.parametrize("value", ["\ud800", "a\udfffb", ["\udc00"], {"k": "\ud83d"}, {"\ud800": 1}])
+@pytest.mark.parametrize(
+    "value", ["\ud800", "a\udfffb", ["\udc00"], {"k": "\ud83d"}, {"\ud800": 1}]
+)
 def test_dumps_refuses_lone_surrogates(value: Any) -> None:
     """A lone surrogate has no UTF-8 encoding."""
     with pytest.raises(CanonicalError, match="surrogate"):
@@ -310,7 +325,7 @@ def test_loads_refuses_pathologically_deep_input() -> None:
         MAX_SAFE_INTEGER,
         -MAX_SAFE_INTEGER,
         "",
-        "\u2028\x7f\U0001f600\x00\n\"\\/",
+        '\u2028\x7f\U0001f600\x00\n"\\/',
         [],
         {},
         [1, [2, [3]], {"k": None}],
@@ -328,8 +343,13 @@ def test_loads_round_trips_canonical_bytes(value: Any) -> None:
 
 def test_loads_accepts_rfc8785_output() -> None:
     """The canonical form of RFC 8785's string example is accepted; its pretty source is not."""
-    canonical_bytes = b'{"literals":[null,true,false],"string":"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
-    assert load(canonical_bytes) == {"literals": [None, True, False], "string": "\u20ac$\x0f\nA'B\"\\\\\"/"}
+    canonical_bytes = (
+        b'{"literals":[null,true,false],"string":"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    )
+    assert load(canonical_bytes) == {
+        "literals": [None, True, False],
+        "string": '\u20ac$\x0f\nA\'B"\\\\"/',
+    }
     pretty = b'{"string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}'
     with pytest.raises(FormatError, match="not canonical"):
         load(pretty)
@@ -389,7 +409,10 @@ def good_manifest() -> dict[str, Any]:
             "library": "lib",
             "version": "1.0.0",
             "built_at": "2026-01-31T12:00:00Z",
-            "files": {"catalog.json": {"sha256": SHA, "bytes": 10}, "content/x.md": {"sha256": SHA, "bytes": 0}},
+            "files": {
+                "catalog.json": {"sha256": SHA, "bytes": 10},
+                "content/x.md": {"sha256": SHA, "bytes": 0},
+            },
             "docs": 1,
         },
         "signatures": [{"keyid": SHA, "sig": "AAAA"}],
@@ -402,7 +425,9 @@ def with_file(path: str) -> dict[str, Any]:
     return value
 
 
-@pytest.mark.parametrize("path", [f"content/{SHA.upper()}.md", f"content/{'g' * 64}.md", f"content/{SHA}.md"])
+@pytest.mark.parametrize(
+    "path", [f"content/{SHA.upper()}.md", f"content/{'g' * 64}.md", f"content/{SHA}.md"]
+)
 def test_content_like_paths_are_ordinary_paths(path: str) -> None:
     """The bulk check of content paths must not refuse what `check_path` accepts."""
     assert path in manifest.Manifest.from_bytes(canonical.dumps(with_file(path))).signed.files
@@ -428,7 +453,10 @@ def _mutate(change: Any) -> dict[str, Any]:
         (_mutate(lambda m: m.pop("signatures")), "missing keys ['signatures']"),
         (_mutate(lambda m: m["signed"].update(extra="x")), "unknown keys ['extra']"),
         (_mutate(lambda m: m["signed"].pop("docs")), "missing keys ['docs']"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(mode=1)), "unknown keys ['mode']"),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(mode=1)),
+            "unknown keys ['mode']",
+        ),
         (_mutate(lambda m: m["signatures"][0].update(extra="x")), "unknown keys ['extra']"),
         (_mutate(lambda m: m["signed"].update(spec="handbook/v2")), "spec is 'handbook/v2'"),
         (_mutate(lambda m: m["signed"].update(built_at="2026-01-31 12:00:00")), "signed.built_at"),
@@ -439,23 +467,72 @@ def _mutate(change: Any) -> dict[str, Any]:
         (_mutate(lambda m: m["signed"].update(files=[])), "signed.files must be dict"),
         (_mutate(lambda m: m.update(signed=[])), "signed must be an object"),
         (_mutate(lambda m: m.update(signatures={})), "signatures must be list"),
-        (_mutate(lambda m: m["signatures"][0].update(keyid="AB" * 32)), "signatures[0] needs a hex keyid"),
+        (
+            _mutate(lambda m: m["signatures"][0].update(keyid="AB" * 32)),
+            "signatures[0] needs a hex keyid",
+        ),
         (_mutate(lambda m: m["signatures"][0].update(sig=1)), "signatures[0] needs a hex keyid"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA.upper())), "sha256 must be 64 lowercase hex"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:-1])), "sha256 must be 64 lowercase hex"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:-1] + "g")), "sha256 must be 64 lowercase hex"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA + "0")), "sha256 must be 64 lowercase hex"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=1)), "sha256 must be 64 lowercase hex"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes="10")), "bytes must be int"),
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:30] + " " + SHA[31:])), "sha256 must be 64 lowercase hex"),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA.upper())),
+            "sha256 must be 64 lowercase hex",
+        ),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:-1])),
+            "sha256 must be 64 lowercase hex",
+        ),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA[:-1] + "g")),
+            "sha256 must be 64 lowercase hex",
+        ),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA + "0")),
+            "sha256 must be 64 lowercase hex",
+        ),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=1)),
+            "sha256 must be 64 lowercase hex",
+        ),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes="10")),
+            "bytes must be int",
+        ),
+        (
+            _mutate(
+                lambda m: m["signed"]["files"]["catalog.json"].update(
+                    sha256=SHA[:30] + " " + SHA[31:]
+                )
+            ),
+            "sha256 must be 64 lowercase hex",
+        ),
         # content paths are checked in bulk; each bad one is still named
         (with_file(f"content/{SHA[:-2]}:.md"), "holds a backslash, colon"),
-        (_mutate(lambda m: m["signed"]["files"].update({f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
-                                                       f"content/{SHA.upper()}.md": {"sha256": SHA, "bytes": 1}})), "differ only by case"),
-        (_mutate(lambda m: m["signed"]["files"].update({f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
-                                                       f"CONTENT/{SHA}.md": {"sha256": SHA, "bytes": 1}})), "differ only by case"),
+        (
+            _mutate(
+                lambda m: m["signed"]["files"].update(
+                    {
+                        f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                        f"content/{SHA.upper()}.md": {"sha256": SHA, "bytes": 1},
+                    }
+                )
+            ),
+            "differ only by case",
+        ),
+        (
+            _mutate(
+                lambda m: m["signed"]["files"].update(
+                    {
+                        f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                        f"CONTENT/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                    }
+                )
+            ),
+            "differ only by case",
+        ),
         # the profile, checked before the shape
-        (_mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes=-1)), "outside [0, 2^53-1]"),
+        (
+            _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(bytes=-1)),
+            "outside [0, 2^53-1]",
+        ),
         (_mutate(lambda m: m["signed"].update(docs=-1)), "outside [0, 2^53-1]"),
         (_mutate(lambda m: m["signed"].update(library="e\u0301")), "not NFC-normalized"),
         (_mutate(lambda m: m.update({"caf\u00e9": 1})), "is not ASCII"),
@@ -463,22 +540,22 @@ def _mutate(change: Any) -> dict[str, Any]:
         pytest.param(
             _mutate(lambda m: m["signed"]["files"]["catalog.json"].update(sha256=SHA + "\n")),
             "sha256 must be 64 lowercase hex",
-            id="sha256-trailing-newline"
+            id="sha256-trailing-newline",
         ),
         pytest.param(
             _mutate(lambda m: m["signatures"][0].update(keyid=SHA + "\n")),
             "signatures[0] needs a hex keyid",
-            id="keyid-trailing-newline"
+            id="keyid-trailing-newline",
         ),
         pytest.param(
             _mutate(lambda m: m["signed"].update(built_at="2026-01-31T12:00:00Z\n")),
             "signed.built_at",
-            id="built_at-trailing-newline"
+            id="built_at-trailing-newline",
         ),
         pytest.param(
             _mutate(lambda m: m["signed"].update(expires="2026-01-31T12:00:00Z\n")),
             "signed.expires",
-            id="expires-trailing-newline"
+            id="expires-trailing-newline",
         ),
     ],
 )
@@ -560,12 +637,26 @@ def test_check_path_reasons(path: str, problem: str) -> None:
     assert manifest.check_path(path) == problem
 
 
-@pytest.mark.parametrize("path", ["catalog.json", "content/abc.md", "a b/c.md", ".hidden", "a.b.c", "\u00e9.md", "manifest.json.bak"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "catalog.json",
+        "content/abc.md",
+        "a b/c.md",
+        ".hidden",
+        "a.b.c",
+        "\u00e9.md",
+        "manifest.json.bak",
+    ],
+)
 def test_check_path_accepts(path: str) -> None:
     assert manifest.check_path(path) is None
 
 
-@pytest.mark.parametrize("path", ["catalog.json", "content/abc.md", "a b/c-d_e.md", ".hidden", "a.b.c", "x/manifest.json"])
+@pytest.mark.parametrize(
+    "path",
+    ["catalog.json", "content/abc.md", "a b/c-d_e.md", ".hidden", "a.b.c", "x/manifest.json"],
+)
 def test_manifest_accepts_safe_paths(path: str) -> None:
     parsed = manifest.Manifest.from_bytes(canonical.dumps(with_file(path)))
     assert path in parsed.signed.files

@@ -39,10 +39,19 @@ def trusted(bundle: Path) -> list[str]:
     ("args", "call"),
     [
         (["list"], lambda lib: lib.list()),
-        (["list", "--query", "compressor", "--filter", "kind=device"], lambda lib: lib.list(query="compressor", kind="device")),
-        (["list", "-f", "protocol=modbus", "-n", "1"], lambda lib: lib.list(limit=1, protocol="modbus")),
+        (
+            ["list", "--query", "compressor", "--filter", "kind=device"],
+            lambda lib: lib.list(query="compressor", kind="device"),
+        ),
+        (
+            ["list", "-f", "protocol=modbus", "-n", "1"],
+            lambda lib: lib.list(limit=1, protocol="modbus"),
+        ),
         (["get", "device.acme.ac200"], lambda lib: lib.get("device.acme.ac200")),
-        (["get", "device.acme.ac200", "--section", "register map"], lambda lib: lib.get("device.acme.ac200", section="register map")),
+        (
+            ["get", "device.acme.ac200", "--section", "register map"],
+            lambda lib: lib.get("device.acme.ac200", section="register map"),
+        ),
         (["search", "word order"], lambda lib: lib.search("word order")),
         (["search", "modbus", "-n", "2"], lambda lib: lib.search("modbus", limit=2)),
     ],
@@ -83,7 +92,9 @@ def test_search_for_people(bundle: Path) -> None:
         (["list", "--filter", "colour=red"], ""),
     ],
 )
-def test_misses_and_errors_exit_1_with_the_reason(bundle: Path, args: list[str], message: str) -> None:
+def test_misses_and_errors_exit_1_with_the_reason(
+    bundle: Path, args: list[str], message: str
+) -> None:
     run = run_cli(*args, *trusted(bundle))
     if args[0] == "list":  # an unknown filter is an empty answer with a hint, not an error
         assert run.exit_code == 0 and "colour" in run.stdout

@@ -76,7 +76,9 @@ def test_same_answers_then_degraded_then_recovered(library: Library) -> None:
     ]
     with serving(create_app(library), port):
         for name, args, kwargs in calls:
-            assert without_id(getattr(remote, name)(*args, **kwargs)) == without_id(getattr(library, name)(*args, **kwargs)), name
+            assert without_id(getattr(remote, name)(*args, **kwargs)) == without_id(
+                getattr(library, name)(*args, **kwargs)
+            ), name
         assert remote.status()["library"] == "plant-floor"
     # the server is gone: every call answers, none raises
     assert remote.ask("What is the Modbus port?")["evidence_state"] == "unavailable"
@@ -111,7 +113,10 @@ def test_a_server_answering_garbage_is_unavailable() -> None:
 def test_token(library: Library) -> None:
     port = free_port()
     with serving(create_app(library, token="t0ken"), port):
-        assert RemoteLibrary(f"http://127.0.0.1:{port}", token="t0ken").get("protocol.modbus")["found"] is True
+        assert (
+            RemoteLibrary(f"http://127.0.0.1:{port}", token="t0ken").get("protocol.modbus")["found"]
+            is True
+        )
         refused = RemoteLibrary(f"http://127.0.0.1:{port}", token="wrong").get("protocol.modbus")
         assert refused["error"]["code"] == "unavailable" and "token" in refused["error"]["message"]
 

@@ -31,7 +31,13 @@ PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "plant-floor"
 
 AC200, EM3, ABOUT, COMMISSIONING, MODBUS, MQTT = (
-    "device.acme.ac200", "device.voltra.em3", "guide.about", "guide.commissioning", "protocol.modbus", "protocol.mqtt")
+    "device.acme.ac200",
+    "device.voltra.em3",
+    "guide.about",
+    "guide.commissioning",
+    "protocol.modbus",
+    "protocol.mqtt",
+)
 EXAMPLE_IDS = [AC200, EM3, ABOUT, COMMISSIONING, MODBUS, MQTT]
 NIGHT = "guide.night-shift"
 OLD = "0" * 64
@@ -60,7 +66,9 @@ def copy_example(dest: Path, library: str | None = None) -> Path:
     if library is not None:
         text = config.read_text(encoding="utf-8")
         assert "library: plant-floor" in text
-        config.write_text(text.replace("library: plant-floor", f"library: {library}"), encoding="utf-8")
+        config.write_text(
+            text.replace("library: plant-floor", f"library: {library}"), encoding="utf-8"
+        )
     return config
 
 
@@ -104,10 +112,19 @@ def site_b(tmp_path_factory: pytest.TempPathFactory) -> Library:
     root = tmp_path_factory.mktemp("site-b")
     config = copy_example(root / "src", "site-b")
     docs = root / "src" / "docs"
-    for rel in ("devices/voltra-em3.md", "guides/commissioning.md", "protocols/mqtt.md", "index.md"):
+    for rel in (
+        "devices/voltra-em3.md",
+        "guides/commissioning.md",
+        "protocols/mqtt.md",
+        "index.md",
+    ):
         (docs / rel).unlink()
     (docs / "guides" / "night-shift.md").write_text(NIGHT_SHIFT, encoding="utf-8")
-    edit(docs / "protocols" / "modbus.md", "## Scaling", "## Site B notes\n\nOn site B every gateway is pinned to unit id 9.\n\n## Scaling")
+    edit(
+        docs / "protocols" / "modbus.md",
+        "## Scaling",
+        "## Site B notes\n\nOn site B every gateway is pinned to unit id 9.\n\n## Scaling",
+    )
     return Library.open(built(config, root / "bundle"), [PUBLIC])
 
 
@@ -122,9 +139,15 @@ def shelf(library: Library, site_b: Library) -> Shelf:
 def test_invalid_identity(library: Library) -> None:
     answer = library.collect(ids=["Not An Id", 42, AC200, "a:b:c", ""])
     assert item_ids(answer) == [AC200]
-    assert reasons(answer) == [("Not An Id", "invalid_identity"), ("42", "invalid_identity"),
-                               ("a:b:c", "invalid_identity"), ("", "invalid_identity")]
-    assert all("device.acme.ac200" in o["detail"] for o in answer["omissions"])  # says what an id looks like
+    assert reasons(answer) == [
+        ("Not An Id", "invalid_identity"),
+        ("42", "invalid_identity"),
+        ("a:b:c", "invalid_identity"),
+        ("", "invalid_identity"),
+    ]
+    assert all(
+        "device.acme.ac200" in o["detail"] for o in answer["omissions"]
+    )  # says what an id looks like
     assert hc.resolve([library], None).reason == "invalid_identity"
     assert hc.resolve([library], "Not An Id").library is None
 
@@ -132,31 +155,50 @@ def test_invalid_identity(library: Library) -> None:
 def test_unknown_identity_suggests_close_ids(library: Library) -> None:
     answer = library.collect(ids=["device.acme.ac20", "nolib:protocol.modbus", "zzzz.qqqq"])
     assert answer["items"] == [] and answer["no_match"] is True
-    assert reasons(answer) == [("device.acme.ac20", "unknown_identity"), ("nolib:protocol.modbus", "unknown_identity"),
-                               ("zzzz.qqqq", "unknown_identity")]
+    assert reasons(answer) == [
+        ("device.acme.ac20", "unknown_identity"),
+        ("nolib:protocol.modbus", "unknown_identity"),
+        ("zzzz.qqqq", "unknown_identity"),
+    ]
     near, other_library, far = answer["omissions"]
     assert near["detail"].startswith("did you mean") and AC200 in near["detail"]
     assert "'nolib'" in other_library["detail"] and "plant-floor" in other_library["detail"]
     assert far["detail"] == "no library has this id"
 
 
-def test_ambiguous_identity_names_every_owner(shelf: Shelf, library: Library, site_b: Library) -> None:
+def test_ambiguous_identity_names_every_owner(
+    shelf: Shelf, library: Library, site_b: Library
+) -> None:
     answer = shelf.collect(ids=[MODBUS, AC200, NIGHT])
     assert item_ids(answer) == [NIGHT]
     assert reasons(answer) == [(MODBUS, "ambiguous_identity"), (AC200, "ambiguous_identity")]
-    assert answer["omissions"][0]["choices"] == ["plant-floor:protocol.modbus", "site-b:protocol.modbus"]
-    assert answer["omissions"][1]["choices"] == ["plant-floor:device.acme.ac200", "site-b:device.acme.ac200"]
+    assert answer["omissions"][0]["choices"] == [
+        "plant-floor:protocol.modbus",
+        "site-b:protocol.modbus",
+    ]
+    assert answer["omissions"][1]["choices"] == [
+        "plant-floor:device.acme.ac200",
+        "site-b:device.acme.ac200",
+    ]
     # never resolved by precedence: listing the libraries the other way round changes nothing but the order
     reverse = Shelf([site_b, library]).collect(ids=[MODBUS])
     assert reverse["items"] == [] and reverse["omissions"][0]["reason"] == "ambiguous_identity"
-    assert reverse["omissions"][0]["choices"] == ["site-b:protocol.modbus", "plant-floor:protocol.modbus"]
+    assert reverse["omissions"][0]["choices"] == [
+        "site-b:protocol.modbus",
+        "plant-floor:protocol.modbus",
+    ]
 
 
 def test_duplicate_identity(library: Library) -> None:
-    answer = library.collect(ids=[MODBUS, MQTT, MODBUS, "plant-floor:protocol.modbus", " protocol.mqtt "])
+    answer = library.collect(
+        ids=[MODBUS, MQTT, MODBUS, "plant-floor:protocol.modbus", " protocol.mqtt "]
+    )
     assert item_ids(answer) == [MODBUS, MQTT]
-    assert reasons(answer) == [(MODBUS, "duplicate_identity"), ("plant-floor:protocol.modbus", "duplicate_identity"),
-                               (" protocol.mqtt ", "duplicate_identity")]
+    assert reasons(answer) == [
+        (MODBUS, "duplicate_identity"),
+        ("plant-floor:protocol.modbus", "duplicate_identity"),
+        (" protocol.mqtt ", "duplicate_identity"),
+    ]
     assert "plant-floor:protocol.modbus" in answer["omissions"][0]["detail"]
 
 
@@ -166,13 +208,20 @@ def test_unavailable_revision_is_refused_never_substituted(library: Library) -> 
     assert item_ids(answer) == [MODBUS]
     assert answer["items"][0]["revision"] == current[MODBUS]
     assert reasons(answer) == [("plant-floor:device.acme.ac200", "unavailable_revision")]
-    assert current[AC200] in answer["omissions"][0]["detail"] and "content" not in answer["omissions"][0]
+    assert (
+        current[AC200] in answer["omissions"][0]["detail"]
+        and "content" not in answer["omissions"][0]
+    )
     assert "Acme AC-200" not in json.dumps(answer)  # none of the new bytes
     # a qualified ref as the key, and a doc selected by query rather than by id
-    assert reasons(library.collect(ids=[AC200], revisions={"plant-floor:device.acme.ac200": OLD})) == [
-        ("plant-floor:device.acme.ac200", "unavailable_revision")]
+    assert reasons(
+        library.collect(ids=[AC200], revisions={"plant-floor:device.acme.ac200": OLD})
+    ) == [("plant-floor:device.acme.ac200", "unavailable_revision")]
     by_query = library.collect(query="compressor", revisions={AC200: OLD})
-    assert AC200 not in item_ids(by_query) and ("plant-floor:device.acme.ac200", "unavailable_revision") in reasons(by_query)
+    assert AC200 not in item_ids(by_query) and (
+        "plant-floor:device.acme.ac200",
+        "unavailable_revision",
+    ) in reasons(by_query)
     # the real revisions pass
     assert item_ids(library.collect(ids=[AC200, MODBUS], revisions=current)) == [AC200, MODBUS]
 
@@ -180,11 +229,20 @@ def test_unavailable_revision_is_refused_never_substituted(library: Library) -> 
 def test_filters_reason(library: Library) -> None:
     answer = library.collect(ids=[AC200, MODBUS, COMMISSIONING], kind="protocol")
     assert item_ids(answer) == [MODBUS]
-    assert reasons(answer) == [("plant-floor:device.acme.ac200", "filters"), ("plant-floor:guide.commissioning", "filters")]
+    assert reasons(answer) == [
+        ("plant-floor:device.acme.ac200", "filters"),
+        ("plant-floor:guide.commissioning", "filters"),
+    ]
     assert "kind=protocol" in answer["omissions"][0]["detail"]
-    assert item_ids(library.collect(ids=[AC200, MODBUS], kind="any")) == [AC200, MODBUS]  # "any" is no filter
+    assert item_ids(library.collect(ids=[AC200, MODBUS], kind="any")) == [
+        AC200,
+        MODBUS,
+    ]  # "any" is no filter
     assert item_ids(library.collect(ids=[AC200, MODBUS], kind=None)) == [AC200, MODBUS]
-    assert item_ids(library.collect(ids=[AC200, EM3, MQTT], protocol="MODBUS")) == [AC200, EM3]  # case-insensitive
+    assert item_ids(library.collect(ids=[AC200, EM3, MQTT], protocol="MODBUS")) == [
+        AC200,
+        EM3,
+    ]  # case-insensitive
 
 
 def test_query_reason(library: Library) -> None:
@@ -198,11 +256,16 @@ def test_query_reason(library: Library) -> None:
 def test_output_limit_beyond_limit_and_beyond_max_bytes(library: Library) -> None:
     answer = library.collect(ids=[AC200, EM3, MODBUS, MQTT], limit=2)
     assert item_ids(answer) == [AC200, EM3]
-    assert reasons(answer) == [("plant-floor:protocol.modbus", "output_limit"), ("plant-floor:protocol.mqtt", "output_limit")]
+    assert reasons(answer) == [
+        ("plant-floor:protocol.modbus", "output_limit"),
+        ("plant-floor:protocol.mqtt", "output_limit"),
+    ]
     assert answer["omissions"][0]["detail"] == "beyond limit=2"
 
     size = len(library.bundle.read(library.doc(MODBUS).content))  # type: ignore[union-attr]
-    too_big = library.collect(ids=[MODBUS], max_bytes=100)  # no query, so no sections to fall back to
+    too_big = library.collect(
+        ids=[MODBUS], max_bytes=100
+    )  # no query, so no sections to fall back to
     assert too_big["items"] == [] and too_big["bytes_used"] == 0
     assert reasons(too_big) == [("plant-floor:protocol.modbus", "output_limit")]
     assert f"needs {size:,} bytes" in too_big["omissions"][0]["detail"]
@@ -216,17 +279,25 @@ def test_output_limit_lists_fifty_then_counts(make_library: MakeLibrary, tmp_pat
     assert item_ids(answer) == ["doc.n000", "doc.n001"]
     listed = answer["omissions"][:-1]
     assert len(listed) == hc.MAX_LISTED_BEYOND_LIMIT
-    assert [o["id"] for o in listed] == [f"test:doc.n{n:03}" for n in range(2, 2 + hc.MAX_LISTED_BEYOND_LIMIT)]
+    assert [o["id"] for o in listed] == [
+        f"test:doc.n{n:03}" for n in range(2, 2 + hc.MAX_LISTED_BEYOND_LIMIT)
+    ]
     assert {o["reason"] for o in listed} == {"output_limit"}
     rest = answer["omissions"][-1]
-    assert rest["id"] is None and rest["reason"] == "output_limit" and rest["count"] == total - 2 - hc.MAX_LISTED_BEYOND_LIMIT
+    assert (
+        rest["id"] is None
+        and rest["reason"] == "output_limit"
+        and rest["count"] == total - 2 - hc.MAX_LISTED_BEYOND_LIMIT
+    )
     assert len(answer["items"]) + len(listed) + rest["count"] == total  # every doc accounted for
 
 
 # -- collect: semantics -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", [[MQTT, AC200, ABOUT, MODBUS], [MODBUS, ABOUT, AC200, MQTT], [EM3, COMMISSIONING]])
+@pytest.mark.parametrize(
+    "order", [[MQTT, AC200, ABOUT, MODBUS], [MODBUS, ABOUT, AC200, MQTT], [EM3, COMMISSIONING]]
+)
 def test_explicit_ids_keep_the_callers_order(library: Library, order: list[str]) -> None:
     answer = library.collect(ids=order)
     assert item_ids(answer) == order and answer["omissions"] == []
@@ -240,25 +311,45 @@ def test_item_shape_and_bytes(library: Library) -> None:
     assert doc is not None
     raw = library.bundle.read(doc.content)
     assert item["content"].encode("utf-8") == raw
-    assert item["bytes"] == len(raw) > len(item["content"])  # UTF-8 bytes, not characters (the doc has a degree sign)
+    assert (
+        item["bytes"] == len(raw) > len(item["content"])
+    )  # UTF-8 bytes, not characters (the doc has a degree sign)
     assert (item["ref"], item["library"], item["revision"], item["title"]) == (
-        "plant-floor:device.acme.ac200", "plant-floor", doc.revision, "Acme AC-200 air compressor (fictional)")
+        "plant-floor:device.acme.ac200",
+        "plant-floor",
+        doc.revision,
+        "Acme AC-200 air compressor (fictional)",
+    )
     assert item["revision"] == library.get(AC200)["revision"]
 
 
 def test_no_ids_no_query_takes_every_doc_in_ref_order(library: Library) -> None:
     answer = library.collect(max_bytes=1_000_000)
-    assert item_ids(answer) == sorted(EXAMPLE_IDS) and answer["omissions"] == [] and answer["no_match"] is False
+    assert (
+        item_ids(answer) == sorted(EXAMPLE_IDS)
+        and answer["omissions"] == []
+        and answer["no_match"] is False
+    )
 
 
-@pytest.mark.parametrize(("query", "best"), [("compressor", AC200), ("sparkplug retained broker", MQTT), ("energy meter kwh", EM3),
-                                             ("commissioning handover", COMMISSIONING)])
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("compressor", AC200),
+        ("sparkplug retained broker", MQTT),
+        ("energy meter kwh", EM3),
+        ("commissioning handover", COMMISSIONING),
+    ],
+)
 def test_a_query_ranks_best_first(library: Library, query: str, best: str) -> None:
     answer = library.collect(query=query, max_bytes=1_000_000)
     assert item_ids(answer)[0] == best
     matched = {h["id"] for h in library.search(query, limit=100)["hits"]}
     assert set(item_ids(answer)) == matched  # exactly the docs the query matches
-    best_scores = [max(h["score"] for h in library.search(query, limit=100)["hits"] if h["id"] == i) for i in item_ids(answer)]
+    best_scores = [
+        max(h["score"] for h in library.search(query, limit=100)["hits"] if h["id"] == i)
+        for i in item_ids(answer)
+    ]
     assert best_scores == sorted(best_scores, reverse=True)  # by each doc's best passage
     assert answer["omissions"] == []
 
@@ -273,15 +364,25 @@ def test_filters_apply_before_limit(library: Library) -> None:
     assert item_ids(ranked)[0] in (AC200, EM3)
 
 
-@pytest.mark.parametrize(("max_bytes", "sections"), [
-    (1000, ["Data model", "Address base", "Byte and word order"]),
-    (600, ["Data model", "Byte and word order"]),  # Address base does not fit; a later, smaller section does
-])
-def test_a_doc_too_big_comes_as_its_matched_sections(library: Library, max_bytes: int, sections: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("max_bytes", "sections"),
+    [
+        (1000, ["Data model", "Address base", "Byte and word order"]),
+        (
+            600,
+            ["Data model", "Byte and word order"],
+        ),  # Address base does not fit; a later, smaller section does
+    ],
+)
+def test_a_doc_too_big_comes_as_its_matched_sections(
+    library: Library, max_bytes: int, sections: list[str]
+) -> None:
     answer = library.collect(ids=[MODBUS], query="register", max_bytes=max_bytes)
     (item,) = answer["items"]
     assert item["whole"] is False and item["sections"] == sections
-    matched = {h["section"] for h in library.search("register", limit=100)["hits"] if h["id"] == MODBUS}
+    matched = {
+        h["section"] for h in library.search("register", limit=100)["hits"] if h["id"] == MODBUS
+    }
     assert set(sections) <= matched
     expected = "".join(library.get(MODBUS, section=s)["content"] for s in sections)
     assert item["content"] == expected
@@ -293,7 +394,11 @@ def test_a_doc_too_big_comes_as_its_matched_sections(library: Library, max_bytes
 def test_bytes_used_counts_content_only(library: Library) -> None:
     noise = [f"no.such.doc{n}" for n in range(40)]
     answer = library.collect(ids=[*EXAMPLE_IDS, *noise], max_bytes=4000)
-    assert answer["bytes_used"] == sum(i["bytes"] for i in answer["items"]) == sum(len(i["content"].encode()) for i in answer["items"])
+    assert (
+        answer["bytes_used"]
+        == sum(i["bytes"] for i in answer["items"])
+        == sum(len(i["content"].encode()) for i in answer["items"])
+    )
     assert answer["bytes_used"] <= 4000 and answer["budget"] == 4000
     assert len(json.dumps(answer["omissions"])) > 4000  # the envelope is big, and not counted
     # an exact fit: the whole budget is the content, nothing is reserved for the envelope
@@ -305,17 +410,38 @@ def test_bytes_used_counts_content_only(library: Library) -> None:
 
 def test_no_match(library: Library) -> None:
     nothing = library.collect(query="sourdough")
-    assert nothing["items"] == [] and nothing["omissions"] == [] and nothing["no_match"] is True and nothing["bytes_used"] == 0
+    assert (
+        nothing["items"] == []
+        and nothing["omissions"] == []
+        and nothing["no_match"] is True
+        and nothing["bytes_used"] == 0
+    )
     assert library.collect(query="modbus")["no_match"] is False
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"limit": 0}, {"limit": True}, {"limit": "3"}, {"max_bytes": -1}, {"max_bytes": 0}, {"max_bytes": 2.5},
-    {"ids": "not-a-list"}, {"ids": b"bytes"}, {"ids": 7}, {"ids": [MODBUS] * (hc.MAX_COLLECT_IDS + 1)},
-    {"revisions": [1]}, {"revisions": "abc"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"limit": 0},
+        {"limit": True},
+        {"limit": "3"},
+        {"max_bytes": -1},
+        {"max_bytes": 0},
+        {"max_bytes": 2.5},
+        {"ids": "not-a-list"},
+        {"ids": b"bytes"},
+        {"ids": 7},
+        {"ids": [MODBUS] * (hc.MAX_COLLECT_IDS + 1)},
+        {"revisions": [1]},
+        {"revisions": "abc"},
+    ],
+)
 def test_bad_arguments_never_raise(library: Library, shelf: Shelf, kwargs: dict[str, Any]) -> None:
-    for answer in (library.collect(**kwargs), shelf.collect(**kwargs), hc.collect([library], **kwargs)):
+    for answer in (
+        library.collect(**kwargs),
+        shelf.collect(**kwargs),
+        hc.collect([library], **kwargs),
+    ):
         assert answer["error"]["code"] == "bad_arguments"
         assert answer["items"] == [] and answer["no_match"] is True
         json.dumps(answer)
@@ -336,13 +462,17 @@ def test_collect_is_deterministic(library: Library, shelf: Shelf) -> None:
     ]
     for handler in (library.collect, shelf.collect):
         for kwargs in calls:
-            assert json.dumps(handler(**kwargs), sort_keys=True) == json.dumps(handler(**kwargs), sort_keys=True)
+            assert json.dumps(handler(**kwargs), sort_keys=True) == json.dumps(
+                handler(**kwargs), sort_keys=True
+            )
 
 
 def test_full_collect_with_limit_one(library: Library) -> None:
     answer = library.collect(limit=1)
     assert item_ids(answer) == [AC200]
-    assert reasons(answer) == [(f"plant-floor:{i}", "output_limit") for i in sorted(EXAMPLE_IDS)[1:]]
+    assert reasons(answer) == [
+        (f"plant-floor:{i}", "output_limit") for i in sorted(EXAMPLE_IDS)[1:]
+    ]
     assert all(o["detail"] == "beyond limit=1" for o in answer["omissions"])
 
 
@@ -363,33 +493,56 @@ def test_collect_respects_max_response_chars(published: Path) -> None:
 
 def test_key_terms() -> None:
     assert hc.key_terms("What is the register map of the AC-200?") == ["regist", "map", "ac", "200"]
-    assert hc.key_terms("Registers, registers and REGISTER 7") == ["regist"]  # deduplicated, one-digit numbers dropped
+    assert hc.key_terms("Registers, registers and REGISTER 7") == [
+        "regist"
+    ]  # deduplicated, one-digit numbers dropped
     assert hc.key_terms("what is the") == []
 
 
 def check_grounded(answer: dict[str, Any]) -> None:
     assert answer["evidence_state"] == "grounded"
     terms, missing = answer["key_terms"], answer["missing_terms"]
-    assert set(missing) <= set(terms) and answer["coverage"] == round(1 - len(missing) / len(terms), 3)
+    assert set(missing) <= set(terms) and answer["coverage"] == round(
+        1 - len(missing) / len(terms), 3
+    )
     assert answer["coverage"] >= hc.GROUNDED_COVERAGE
     assert answer["sources"] and "From " in answer["answer"]
     for source in answer["sources"]:
-        assert {"document_id", "title", "version", "section", "excerpt", "ref", "anchor", "score"} <= set(source)
-        assert source["excerpt"] and f"\u201c{source['excerpt']}\u201d" in answer["answer"]  # quoted verbatim
-        cited = source["ref"] if ", " in (answer["library"] or "") else source["document_id"]  # a shelf cites qualified refs
+        assert {
+            "document_id",
+            "title",
+            "version",
+            "section",
+            "excerpt",
+            "ref",
+            "anchor",
+            "score",
+        } <= set(source)
+        assert (
+            source["excerpt"] and f"\u201c{source['excerpt']}\u201d" in answer["answer"]
+        )  # quoted verbatim
+        cited = (
+            source["ref"] if ", " in (answer["library"] or "") else source["document_id"]
+        )  # a shelf cites qualified refs
         assert f"[{cited}]" in answer["answer"]
 
 
 def test_ask_grounded_register_map(library: Library) -> None:
     answer = library.ask("What is the register map of the AC-200?")
     check_grounded(answer)
-    assert answer["key_terms"] == ["regist", "map", "ac", "200"] and answer["missing_terms"] == [] and answer["coverage"] == 1.0
+    assert (
+        answer["key_terms"] == ["regist", "map", "ac", "200"]
+        and answer["missing_terms"] == []
+        and answer["coverage"] == 1.0
+    )
     sources = answer["sources"]
     assert len(sources) == hc.DEFAULT_ASK_SOURCES
     assert sources[0]["document_id"] == AC200
     assert "Register map" in [s["section"] for s in sources if s["document_id"] == AC200]
     ac200 = next(s for s in sources if s["section"] == "Register map")
-    assert ac200["title"] == "Acme AC-200 air compressor (fictional)" and ac200["version"] == "2.1"  # the doc's own version
+    assert (
+        ac200["title"] == "Acme AC-200 air compressor (fictional)" and ac200["version"] == "2.1"
+    )  # the doc's own version
     assert "1-based document addresses" in ac200["excerpt"]
     assert (answer["library"], answer["version"]) == ("plant-floor 1.0.0", "1.0.0")
 
@@ -400,7 +553,9 @@ def test_ask_grounded_byte_order_at_the_coverage_threshold(library: Library) -> 
     assert answer["coverage"] == hc.GROUNDED_COVERAGE  # 3 of 4 key terms: exactly enough
     assert answer["sources"][0]["document_id"] == MODBUS
     byte_order = next(s for s in answer["sources"] if s["section"] == "Byte and word order")
-    assert byte_order["document_id"] == MODBUS and byte_order["version"] == "1.0.0"  # no doc version: the library's
+    assert (
+        byte_order["document_id"] == MODBUS and byte_order["version"] == "1.0.0"
+    )  # no doc version: the library's
     assert "`ABCD` (high word first)" in byte_order["excerpt"]
 
 
@@ -409,7 +564,10 @@ def test_ask_outside_the_library_is_insufficient(library: Library) -> None:
     assert answer["evidence_state"] == "insufficient"
     assert answer["key_terms"] == ["bake", "sourdough", "bread"] == answer["missing_terms"]
     assert answer["coverage"] == 0.0 and answer["sources"] == []
-    assert "does not cover" in answer["answer"] and "missing: bake, sourdough, bread" in answer["answer"]
+    assert (
+        "does not cover" in answer["answer"]
+        and "missing: bake, sourdough, bread" in answer["answer"]
+    )
     assert "No answer is given" in answer["answer"]
 
 
@@ -418,7 +576,9 @@ def test_ask_borderline_is_insufficient_with_the_closest_sources(library: Librar
     assert answer["evidence_state"] == "insufficient"
     assert answer["coverage"] < hc.GROUNDED_COVERAGE
     assert answer["missing_terms"] == ["bake", "sourdough", "bread"]
-    assert answer["sources"] and answer["sources"][0]["document_id"] == MODBUS  # the closest passage, listed
+    assert (
+        answer["sources"] and answer["sources"][0]["document_id"] == MODBUS
+    )  # the closest passage, listed
     assert "does not cover" in answer["answer"]
     for source in answer["sources"]:  # no procedure: nothing is quoted
         assert source["excerpt"] not in answer["answer"]
@@ -429,7 +589,9 @@ def test_ask_needs_concentrated_evidence(library: Library) -> None:
     """Every key term is somewhere, each in another passage: not grounded."""
     answer = library.ask("sparkplug baud coils handover", limit=4)
     assert answer["coverage"] == 1.0 >= hc.GROUNDED_COVERAGE
-    assert answer["evidence_state"] == "insufficient"  # the best passage holds 1 of 4 < GROUNDED_TOP_COVERAGE
+    assert (
+        answer["evidence_state"] == "insufficient"
+    )  # the best passage holds 1 of 4 < GROUNDED_TOP_COVERAGE
     assert len(answer["sources"]) == 4 and answer["missing_terms"] == []
 
 
@@ -443,13 +605,30 @@ def test_ask_unavailable_without_a_library() -> None:
 
 def test_ask_only_stop_words(library: Library) -> None:
     answer = library.ask("what is the")
-    assert answer["evidence_state"] == "insufficient" and answer["key_terms"] == [] and answer["sources"] == []
+    assert (
+        answer["evidence_state"] == "insufficient"
+        and answer["key_terms"] == []
+        and answer["sources"] == []
+    )
     assert "stop words" in answer["answer"]
 
 
-@pytest.mark.parametrize(("question", "kwargs"), [(42, {}), (None, {}), ("", {}), ("   ", {}), (["modbus"], {}),
-                                                  ("modbus", {"limit": 0}), ("modbus", {"limit": 11}), ("modbus", {"limit": True})])
-def test_ask_bad_arguments(library: Library, shelf: Shelf, question: Any, kwargs: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("question", "kwargs"),
+    [
+        (42, {}),
+        (None, {}),
+        ("", {}),
+        ("   ", {}),
+        (["modbus"], {}),
+        ("modbus", {"limit": 0}),
+        ("modbus", {"limit": 11}),
+        ("modbus", {"limit": True}),
+    ],
+)
+def test_ask_bad_arguments(
+    library: Library, shelf: Shelf, question: Any, kwargs: dict[str, Any]
+) -> None:
     for answer in (library.ask(question, **kwargs), shelf.ask(question, **kwargs)):
         assert answer["error"]["code"] == "bad_arguments"
         assert answer["evidence_state"] == "insufficient" and answer["sources"] == []
@@ -459,13 +638,18 @@ def test_ask_bad_arguments(library: Library, shelf: Shelf, question: Any, kwargs
 def test_ask_correlation_id(library: Library) -> None:
     assert library.ask("modbus port", correlation_id="req-42")["correlation_id"] == "req-42"
     assert library.ask("sourdough", correlation_id="req-43")["correlation_id"] == "req-43"
-    first, second = library.ask("modbus port")["correlation_id"], library.ask("modbus port")["correlation_id"]
+    first, second = (
+        library.ask("modbus port")["correlation_id"],
+        library.ask("modbus port")["correlation_id"],
+    )
     assert first != second and len(first) == 32 and int(first, 16) >= 0
 
 
 def test_ask_is_deterministic_but_for_the_correlation_id(library: Library) -> None:
     question = "What word order does the EM3 use?"
-    assert json.dumps(library.ask(question, correlation_id="c"), sort_keys=True) == json.dumps(library.ask(question, correlation_id="c"), sort_keys=True)
+    assert json.dumps(library.ask(question, correlation_id="c"), sort_keys=True) == json.dumps(
+        library.ask(question, correlation_id="c"), sort_keys=True
+    )
 
 
 def test_ask_finds_words_whose_stem_is_not_stable(library: Library) -> None:
@@ -493,19 +677,31 @@ def test_rebuild_refuses_the_old_revision_and_serves_the_new(tmp_path: Path) -> 
     out = built(config, tmp_path / "bundle")
     library = Library.open(out, [PUBLIC])
     old = {i: library.get(i)["revision"] for i in (MODBUS, MQTT)}
-    edit(tmp_path / "src" / "docs" / "protocols" / "modbus.md", "## Scaling", "## Gateways\n\nOne gateway per line.\n\n## Scaling")
+    edit(
+        tmp_path / "src" / "docs" / "protocols" / "modbus.md",
+        "## Scaling",
+        "## Gateways\n\nOne gateway per line.\n\n## Scaling",
+    )
     built(config, out)
     assert library.reload()["reloaded"] is True
     new = library.get(MODBUS)["revision"]
     assert new != old[MODBUS]
     refused = library.get(MODBUS, revision=old[MODBUS])
-    assert refused["found"] is False and refused["code"] == "unavailable_revision" and refused["revision"] == new
+    assert (
+        refused["found"] is False
+        and refused["code"] == "unavailable_revision"
+        and refused["revision"] == new
+    )
     assert "content" not in refused
     served = library.get(MODBUS, revision=new)
     assert served["found"] is True and "One gateway per line." in served["content"]
-    assert library.get(MQTT, revision=old[MQTT])["found"] is True  # an unchanged doc keeps its revision
+    assert (
+        library.get(MQTT, revision=old[MQTT])["found"] is True
+    )  # an unchanged doc keeps its revision
     answer = library.collect(ids=[MODBUS, MQTT], revisions=old)
-    assert item_ids(answer) == [MQTT] and reasons(answer) == [("plant-floor:protocol.modbus", "unavailable_revision")]
+    assert item_ids(answer) == [MQTT] and reasons(answer) == [
+        ("plant-floor:protocol.modbus", "unavailable_revision")
+    ]
     assert "One gateway per line." not in json.dumps(answer)
 
 
@@ -515,8 +711,10 @@ def test_rebuild_refuses_the_old_revision_and_serves_the_new(tmp_path: Path) -> 
 def test_shelf_list_qualifies_and_names_collisions(shelf: Shelf) -> None:
     answer = shelf.list(limit=100)
     refs = [d["ref"] for d in answer["docs"]]
-    assert refs == sorted([f"plant-floor:{i}" for i in EXAMPLE_IDS] + ["site-b:device.acme.ac200", "site-b:guide.night-shift",
-                                                                      "site-b:protocol.modbus"])
+    assert refs == sorted(
+        [f"plant-floor:{i}" for i in EXAMPLE_IDS]
+        + ["site-b:device.acme.ac200", "site-b:guide.night-shift", "site-b:protocol.modbus"]
+    )
     assert all(d["ref"] == f"{d['library']}:{d['id']}" for d in answer["docs"])
     assert answer["collisions"] == [AC200, MODBUS]
     assert answer["count"] == 9
@@ -529,7 +727,10 @@ def test_shelf_get(shelf: Shelf, site_b: Library) -> None:
     assert ambiguous["choices"] == ["plant-floor:protocol.modbus", "site-b:protocol.modbus"]
     assert "content" not in ambiguous
     qualified = shelf.get("site-b:protocol.modbus", section="Site B notes")
-    assert qualified["found"] is True and (qualified["ref"], qualified["library"]) == ("site-b:protocol.modbus", "site-b")
+    assert qualified["found"] is True and (qualified["ref"], qualified["library"]) == (
+        "site-b:protocol.modbus",
+        "site-b",
+    )
     assert "pinned to unit id 9" in qualified["content"]
     other = shelf.get("plant-floor:protocol.modbus")
     assert other["found"] is True and "Site B notes" not in other["content"]
@@ -540,7 +741,11 @@ def test_shelf_get(shelf: Shelf, site_b: Library) -> None:
     stale = shelf.get("site-b:protocol.modbus", revision=OLD)
     assert stale["found"] is False and stale["code"] == "unavailable_revision"
     unknown = shelf.get("device.acme.ac20")
-    assert unknown["found"] is False and unknown["code"] == "unknown_identity" and AC200 in unknown["error"]
+    assert (
+        unknown["found"] is False
+        and unknown["code"] == "unknown_identity"
+        and AC200 in unknown["error"]
+    )
 
 
 def test_shelf_search_merges_hits(shelf: Shelf, library: Library, site_b: Library) -> None:
@@ -554,16 +759,26 @@ def test_shelf_search_merges_hits(shelf: Shelf, library: Library, site_b: Librar
 
 
 def test_shelf_collect_across_libraries(shelf: Shelf, library: Library, site_b: Library) -> None:
-    answer = shelf.collect(ids=["site-b:protocol.modbus", "plant-floor:protocol.modbus", NIGHT, MQTT], max_bytes=100_000)
-    assert [i["ref"] for i in answer["items"]] == ["site-b:protocol.modbus", "plant-floor:protocol.modbus",
-                                                   "site-b:guide.night-shift", "plant-floor:protocol.mqtt"]
+    answer = shelf.collect(
+        ids=["site-b:protocol.modbus", "plant-floor:protocol.modbus", NIGHT, MQTT],
+        max_bytes=100_000,
+    )
+    assert [i["ref"] for i in answer["items"]] == [
+        "site-b:protocol.modbus",
+        "plant-floor:protocol.modbus",
+        "site-b:guide.night-shift",
+        "plant-floor:protocol.mqtt",
+    ]
     assert answer["items"][0]["content"] != answer["items"][1]["content"]
     assert answer["items"][0]["revision"] == site_b.get(MODBUS)["revision"]
     assert answer["items"][1]["revision"] == library.get(MODBUS)["revision"]
     by_query = shelf.collect(query="pinned gateway")
     assert by_query["items"][0]["ref"] == "site-b:protocol.modbus"
     assert "plant-floor:device.voltra.em3" in [i["ref"] for i in by_query["items"]]
-    revised = shelf.collect(ids=["site-b:protocol.modbus", "plant-floor:protocol.modbus"], revisions={"site-b:protocol.modbus": OLD})
+    revised = shelf.collect(
+        ids=["site-b:protocol.modbus", "plant-floor:protocol.modbus"],
+        revisions={"site-b:protocol.modbus": OLD},
+    )
     assert [i["ref"] for i in revised["items"]] == ["plant-floor:protocol.modbus"]
     assert reasons(revised) == [("site-b:protocol.modbus", "unavailable_revision")]
 
@@ -571,8 +786,15 @@ def test_shelf_collect_across_libraries(shelf: Shelf, library: Library, site_b: 
 def test_shelf_ask(shelf: Shelf) -> None:
     answer = shelf.ask("Which unit id is the gateway pinned to on site B?", correlation_id="s1")
     check_grounded(answer)
-    assert answer["sources"][0]["ref"] == "site-b:protocol.modbus" and answer["sources"][0]["section"] == "Site B notes"
-    assert answer["library"] == "plant-floor 1.0.0, site-b 1.0.0" and answer["version"] is None and answer["correlation_id"] == "s1"
+    assert (
+        answer["sources"][0]["ref"] == "site-b:protocol.modbus"
+        and answer["sources"][0]["section"] == "Site B notes"
+    )
+    assert (
+        answer["library"] == "plant-floor 1.0.0, site-b 1.0.0"
+        and answer["version"] is None
+        and answer["correlation_id"] == "s1"
+    )
 
 
 def test_shelf_refuses_two_libraries_with_one_name(library: Library, published: Path) -> None:
@@ -602,13 +824,29 @@ def test_mcp_collect_and_ask(server: tuple[str, int], library: Library) -> None:
     async def main() -> list[Any]:
         async with Client(f"http://{server[0]}:{server[1]}/mcp", mode="legacy") as client:
             return [
-                await client.call_tool("knowledge_collect", {
-                    "ids": [MODBUS, AC200, "nope.nope"], "max_bytes": 2500,
-                    "revisions": [{"id": MODBUS, "revision": revision}, {"id": AC200, "revision": OLD}]}),
-                await client.call_tool("knowledge_collect", {"query": "register", "kind": "device", "limit": 1}),
-                await client.call_tool("knowledge_ask", {"question": "What byte order does Modbus use?"}),
-                await client.call_tool("knowledge_ask", {"question": "How do I bake a sourdough bread?", "limit": 2}),
-                await client.call_tool("knowledge_collect", {"revisions": {MODBUS: revision}}),  # a map: not the schema's list
+                await client.call_tool(
+                    "knowledge_collect",
+                    {
+                        "ids": [MODBUS, AC200, "nope.nope"],
+                        "max_bytes": 2500,
+                        "revisions": [
+                            {"id": MODBUS, "revision": revision},
+                            {"id": AC200, "revision": OLD},
+                        ],
+                    },
+                ),
+                await client.call_tool(
+                    "knowledge_collect", {"query": "register", "kind": "device", "limit": 1}
+                ),
+                await client.call_tool(
+                    "knowledge_ask", {"question": "What byte order does Modbus use?"}
+                ),
+                await client.call_tool(
+                    "knowledge_ask", {"question": "How do I bake a sourdough bread?", "limit": 2}
+                ),
+                await client.call_tool(
+                    "knowledge_collect", {"revisions": {MODBUS: revision}}
+                ),  # a map: not the schema's list
                 await client.call_tool("knowledge_collect", {"ids": [MODBUS], "max_bytes": 0}),
                 await client.call_tool("knowledge_ask", {"question": 42}),
             ]
@@ -616,24 +854,41 @@ def test_mcp_collect_and_ask(server: tuple[str, int], library: Library) -> None:
     collected, by_query, grounded, insufficient, *refused = anyio.run(main)
     assert all(r.is_error and r.structured_content is None for r in refused)
     assert not collected.is_error
-    assert collected.structured_content == library.collect(ids=[MODBUS, AC200, "nope.nope"], max_bytes=2500,
-                                                           revisions={MODBUS: revision, AC200: OLD})
+    assert collected.structured_content == library.collect(
+        ids=[MODBUS, AC200, "nope.nope"], max_bytes=2500, revisions={MODBUS: revision, AC200: OLD}
+    )
     assert item_ids(collected.structured_content) == [MODBUS]
     assert json.loads(collected.content[0].text) == collected.structured_content
     assert by_query.structured_content == library.collect(query="register", kind="device", limit=1)
-    assert without_correlation(grounded.structured_content) == without_correlation(library.ask("What byte order does Modbus use?"))
+    assert without_correlation(grounded.structured_content) == without_correlation(
+        library.ask("What byte order does Modbus use?")
+    )
     assert grounded.structured_content["evidence_state"] == "grounded"
-    assert without_correlation(insufficient.structured_content) == without_correlation(library.ask("How do I bake a sourdough bread?", limit=2))
-    assert not insufficient.is_error and insufficient.structured_content["evidence_state"] == "insufficient"
+    assert without_correlation(insufficient.structured_content) == without_correlation(
+        library.ask("How do I bake a sourdough bread?", limit=2)
+    )
+    assert (
+        not insufficient.is_error
+        and insufficient.structured_content["evidence_state"] == "insufficient"
+    )
 
 
 def test_http_collect_and_ask(server: tuple[str, int], library: Library) -> None:
     revision = library.get(MODBUS)["revision"]
-    query = urllib.parse.urlencode({"ids": f"{MODBUS},{AC200},plant-floor:{MQTT}", "revisions": f"{MODBUS}={revision},{AC200}={OLD}",
-                                    "max_bytes": "2000"})
+    query = urllib.parse.urlencode(
+        {
+            "ids": f"{MODBUS},{AC200},plant-floor:{MQTT}",
+            "revisions": f"{MODBUS}={revision},{AC200}={OLD}",
+            "max_bytes": "2000",
+        }
+    )
     status, body = get_json(server, f"/api/v1/collect?{query}")
     assert status == 200
-    assert body == library.collect(ids=[MODBUS, AC200, f"plant-floor:{MQTT}"], revisions={MODBUS: revision, AC200: OLD}, max_bytes=2000)
+    assert body == library.collect(
+        ids=[MODBUS, AC200, f"plant-floor:{MQTT}"],
+        revisions={MODBUS: revision, AC200: OLD},
+        max_bytes=2000,
+    )
     assert ("plant-floor:device.acme.ac200", "unavailable_revision") in reasons(body)
 
     status, body = get_json(server, "/api/v1/collect?query=register&kind=protocol&limit=1")
@@ -643,8 +898,12 @@ def test_http_collect_and_ask(server: tuple[str, int], library: Library) -> None
     assert status == 400 and body["error"]["code"] == "bad_arguments"
 
     question = "What is the register map of the AC-200?"
-    status, body = get_json(server, "/api/v1/ask?" + urllib.parse.urlencode({"question": question, "limit": "2"}))
-    assert status == 200 and without_correlation(body) == without_correlation(library.ask(question, limit=2))
+    status, body = get_json(
+        server, "/api/v1/ask?" + urllib.parse.urlencode({"question": question, "limit": "2"})
+    )
+    assert status == 200 and without_correlation(body) == without_correlation(
+        library.ask(question, limit=2)
+    )
     status, body = get_json(server, "/api/v1/ask?question=sourdough")
     assert status == 200 and body["evidence_state"] == "insufficient"
     status, body = get_json(server, "/api/v1/ask")
@@ -653,10 +912,15 @@ def test_http_collect_and_ask(server: tuple[str, int], library: Library) -> None
 
 def test_rpc_registers_collect_and_ask(library: Library) -> None:
     registered: dict[str, Any] = {}
-    assert register_tools(lambda topic, handler: registered.__setitem__(topic, handler), library) == []
+    assert (
+        register_tools(lambda topic, handler: registered.__setitem__(topic, handler), library) == []
+    )
     assert {"knowledge.collect", "knowledge.ask"} <= set(registered)
     answer = registered["knowledge.collect"](ids=[MQTT, MODBUS], max_bytes=5000)
-    assert answer == library.collect(ids=[MQTT, MODBUS], max_bytes=5000) and item_ids(answer) == [MQTT, MODBUS]
+    assert answer == library.collect(ids=[MQTT, MODBUS], max_bytes=5000) and item_ids(answer) == [
+        MQTT,
+        MODBUS,
+    ]
     asked = registered["knowledge.ask"]("What byte order does Modbus use?", correlation_id="rpc-1")
     assert asked == library.ask("What byte order does Modbus use?", correlation_id="rpc-1")
     assert registered["knowledge.collect"](limit=0)["error"]["code"] == "bad_arguments"
@@ -664,13 +928,35 @@ def test_rpc_registers_collect_and_ask(library: Library) -> None:
 
 def test_cli_collect(published: Path, library: Library) -> None:
     bundle = ["--bundle", str(published), "--key", PUBLIC]
-    run = run_cli("collect", *bundle, "--id", MQTT, "--id", AC200, "--revision", f"{AC200}={OLD}", "--max-bytes", "5000", "--json")
+    run = run_cli(
+        "collect",
+        *bundle,
+        "--id",
+        MQTT,
+        "--id",
+        AC200,
+        "--revision",
+        f"{AC200}={OLD}",
+        "--max-bytes",
+        "5000",
+        "--json",
+    )
     assert run.exit_code == 0
-    assert json.loads(run.stdout) == library.collect(ids=[MQTT, AC200], revisions={AC200: OLD}, max_bytes=5000)
-    run = run_cli("collect", *bundle, "--query", "register", "--filter", "kind=device", "-n", "1", "--json")
-    assert run.exit_code == 0 and json.loads(run.stdout) == library.collect(query="register", kind="device", limit=1)
+    assert json.loads(run.stdout) == library.collect(
+        ids=[MQTT, AC200], revisions={AC200: OLD}, max_bytes=5000
+    )
+    run = run_cli(
+        "collect", *bundle, "--query", "register", "--filter", "kind=device", "-n", "1", "--json"
+    )
+    assert run.exit_code == 0 and json.loads(run.stdout) == library.collect(
+        query="register", kind="device", limit=1
+    )
     text = run_cli("collect", *bundle, "--id", MODBUS, "--id", "nope.nope")
-    assert text.exit_code == 0 and "Modbus TCP and RTU" in text.stdout and "left out nope.nope: unknown_identity" in text.stdout
+    assert (
+        text.exit_code == 0
+        and "Modbus TCP and RTU" in text.stdout
+        and "left out nope.nope: unknown_identity" in text.stdout
+    )
     assert run_cli("collect", *bundle, "--max-bytes", "0", "--json").exit_code == 1
     assert run_cli("collect", *bundle, "--revision", "no-equals-sign").exit_code == 2
 
@@ -684,7 +970,11 @@ def test_cli_ask(published: Path, library: Library) -> None:
     run = run_cli("ask", "How do I bake a sourdough bread?", *bundle, "--json")
     assert run.exit_code == 1 and json.loads(run.stdout)["evidence_state"] == "insufficient"
     text = run_cli("ask", question, *bundle)
-    assert text.exit_code == 0 and "grounded" in text.stdout and "source: protocol.modbus" in text.stdout
+    assert (
+        text.exit_code == 0
+        and "grounded" in text.stdout
+        and "source: protocol.modbus" in text.stdout
+    )
 
 
 def test_cli_get_revision(published: Path, library: Library) -> None:
@@ -695,5 +985,8 @@ def test_cli_get_revision(published: Path, library: Library) -> None:
     run = run_cli("get", MODBUS, "--revision", OLD, *bundle, "--json")
     assert run.exit_code == 1
     refused = json.loads(run.stdout)
-    assert refused["code"] == "unavailable_revision" and refused["revision"] == revision and "content" not in refused
-
+    assert (
+        refused["code"] == "unavailable_revision"
+        and refused["revision"] == revision
+        and "content" not in refused
+    )

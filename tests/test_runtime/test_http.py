@@ -76,15 +76,29 @@ def server(library: Library, site: Path) -> Iterator[tuple[str, int]]:
     ("path", "call", "status"),
     [
         ("/api/v1/list", lambda lib: lib.list(), 200),
-        ("/api/v1/list?query=compressor&kind=device&limit=1", lambda lib: lib.list(query="compressor", kind="device", limit="1"), 200),
+        (
+            "/api/v1/list?query=compressor&kind=device&limit=1",
+            lambda lib: lib.list(query="compressor", kind="device", limit="1"),
+            200,
+        ),
         ("/api/v1/get?id=device.acme.ac200", lambda lib: lib.get("device.acme.ac200"), 200),
-        ("/api/v1/get?id=device.acme.ac200&section=register%20map", lambda lib: lib.get("device.acme.ac200", section="register map"), 200),
+        (
+            "/api/v1/get?id=device.acme.ac200&section=register%20map",
+            lambda lib: lib.get("device.acme.ac200", section="register map"),
+            200,
+        ),
         ("/api/v1/get?id=nope", lambda lib: lib.get("nope"), 404),
-        ("/api/v1/search?query=word%20order&limit=3", lambda lib: lib.search("word order", limit="3"), 200),
+        (
+            "/api/v1/search?query=word%20order&limit=3",
+            lambda lib: lib.search("word order", limit="3"),
+            200,
+        ),
         ("/api/v1/search?query=foo~5", lambda lib: lib.search("foo~5"), 400),
     ],
 )
-def test_api_answers_are_the_handlers_dicts(server: tuple[str, int], library: Library, path: str, call: Any, status: int) -> None:
+def test_api_answers_are_the_handlers_dicts(
+    server: tuple[str, int], library: Library, path: str, call: Any, status: int
+) -> None:
     got_status, body = get_json(server, path)
     assert got_status == status
     assert body == call(library)
@@ -93,14 +107,18 @@ def test_api_answers_are_the_handlers_dicts(server: tuple[str, int], library: Li
 def test_status_says_what_is_served(server: tuple[str, int]) -> None:
     status, body = get_json(server, "/api/v1/status")
     assert status == 200
-    assert body["library"] == "plant-floor" and body["docs"] == 6 and body["signature"] == "verified"
+    assert (
+        body["library"] == "plant-floor" and body["docs"] == 6 and body["signature"] == "verified"
+    )
     assert body["loaded_at"].endswith("Z")
 
 
 def test_openapi_document(server: tuple[str, int]) -> None:
     status, doc = get_json(server, "/api/v1/openapi.json")
     assert status == 200 and doc["openapi"].startswith("3.1")
-    assert set(doc["paths"]) == {f"/api/v1/{n}" for n in ("list", "get", "search", "collect", "ask", "status")}
+    assert set(doc["paths"]) == {
+        f"/api/v1/{n}" for n in ("list", "get", "search", "collect", "ask", "status")
+    }
     params = {p["name"] for p in doc["paths"]["/api/v1/get"]["get"]["parameters"]}
     assert {"id", "section", "offset"} <= params
 
@@ -113,14 +131,18 @@ def test_unknown_endpoint_and_parameters(server: tuple[str, int]) -> None:
     assert status == 400 and body["error"]["code"] == "bad_arguments"
 
 
-def test_bundle_files_by_hash_with_etags(server: tuple[str, int], library: Library, published: Path) -> None:
+def test_bundle_files_by_hash_with_etags(
+    server: tuple[str, int], library: Library, published: Path
+) -> None:
     files = library.bundle.manifest.signed.files
     for name, entry in files.items():
         status, headers, body = request(server, f"/bundle/{name}")
         assert status == 200, name
         assert hashlib.sha256(body).hexdigest() == entry.sha256
         assert headers["etag"] == f'"{entry.sha256}"'
-        assert headers["cache-control"] == ("public, max-age=31536000, immutable" if name.startswith("content/") else "no-cache")
+        assert headers["cache-control"] == (
+            "public, max-age=31536000, immutable" if name.startswith("content/") else "no-cache"
+        )
         again, _, _ = request(server, f"/bundle/{name}", {"If-None-Match": headers["etag"]})
         assert again == 304
     status, headers, body = request(server, "/bundle/manifest.json")
@@ -141,11 +163,25 @@ def test_site_files_and_folders(server: tuple[str, int]) -> None:
 @pytest.mark.parametrize(
     "path",
     [
-        "/bundle/../manifest.json", "/bundle/%2e%2e/%2e%2e/etc/passwd", "/bundle/..%2f..%2fetc%2fpasswd", "/bundle/%252e%252e%252f",
-        "/bundle/content/..%5c..%5cmanifest.json", "/bundle//etc/passwd", "/bundle/content/" + "a" * 10_000 + ".md",
-        "/bundle/catalog.json%00.md", "/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "//etc/passwd", "/..%5c..%5cwindows",
-        "/leak.txt", "/bundle/", "/bundle", "/api/v1/get?id=" + "x" * 10_000, "/api/v1/get?id=%00%ff%fe",
-        "/guide/%2e%2e/%2e%2e/secret.txt", "/index.html%00.txt",
+        "/bundle/../manifest.json",
+        "/bundle/%2e%2e/%2e%2e/etc/passwd",
+        "/bundle/..%2f..%2fetc%2fpasswd",
+        "/bundle/%252e%252e%252f",
+        "/bundle/content/..%5c..%5cmanifest.json",
+        "/bundle//etc/passwd",
+        "/bundle/content/" + "a" * 10_000 + ".md",
+        "/bundle/catalog.json%00.md",
+        "/../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "//etc/passwd",
+        "/..%5c..%5cwindows",
+        "/leak.txt",
+        "/bundle/",
+        "/bundle",
+        "/api/v1/get?id=" + "x" * 10_000,
+        "/api/v1/get?id=%00%ff%fe",
+        "/guide/%2e%2e/%2e%2e/secret.txt",
+        "/index.html%00.txt",
     ],
 )
 def test_odd_paths_never_escape_or_fail(server: tuple[str, int], path: str) -> None:
@@ -155,8 +191,13 @@ def test_odd_paths_never_escape_or_fail(server: tuple[str, int], path: str) -> N
 
 
 def test_concurrent_requests(server: tuple[str, int]) -> None:
-    paths = ["/api/v1/search?query=modbus", "/api/v1/get?id=protocol.modbus", "/api/v1/list?kind=device",
-             "/bundle/catalog.json", "/api/v1/status"] * 10
+    paths = [
+        "/api/v1/search?query=modbus",
+        "/api/v1/get?id=protocol.modbus",
+        "/api/v1/list?kind=device",
+        "/bundle/catalog.json",
+        "/api/v1/status",
+    ] * 10
 
     def one(path: str) -> int:
         return request(server, path)[0]
@@ -228,7 +269,10 @@ def test_reload_under_load(tmp_path: Path) -> None:
                 worker.join()
             assert victim.name.removesuffix(".md") in library.last_reload_error
             _status, body = get_json(address, "/api/v1/status")
-            assert body["version"] == "1.0.1" and victim.name.removesuffix(".md") in body["last_reload_error"]
+            assert (
+                body["version"] == "1.0.1"
+                and victim.name.removesuffix(".md") in body["last_reload_error"]
+            )
     finally:
         stop.set()
         reloader.stop()
@@ -238,13 +282,29 @@ def test_reload_under_load(tmp_path: Path) -> None:
 # -- property-based: nothing a client sends makes the server fail -------------------------
 
 
-PARAM_VALUES = st.one_of(st.text(max_size=60), st.integers(-10**6, 10**6).map(str), st.sampled_from(["", "null", "any", "*", "~", "^", "a*b*c*", "+-", "x~3", "title:x"]))
+PARAM_VALUES = st.one_of(
+    st.text(max_size=60),
+    st.integers(-(10**6), 10**6).map(str),
+    st.sampled_from(["", "null", "any", "*", "~", "^", "a*b*c*", "+-", "x~3", "title:x"]),
+)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(endpoint=st.sampled_from(["list", "get", "search", "status"]),
-       params=st.dictionaries(st.sampled_from(["query", "limit", "id", "doc_id", "section", "offset", "kind", "vendor", "x"]), PARAM_VALUES, max_size=4))
-def test_openapi_parameters_never_cause_a_server_error(server: tuple[str, int], endpoint: str, params: dict[str, str]) -> None:
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    endpoint=st.sampled_from(["list", "get", "search", "status"]),
+    params=st.dictionaries(
+        st.sampled_from(
+            ["query", "limit", "id", "doc_id", "section", "offset", "kind", "vendor", "x"]
+        ),
+        PARAM_VALUES,
+        max_size=4,
+    ),
+)
+def test_openapi_parameters_never_cause_a_server_error(
+    server: tuple[str, int], endpoint: str, params: dict[str, str]
+) -> None:
     query = urllib.parse.urlencode(params)
     status, headers, body = request(server, f"/api/v1/{endpoint}?{query}")
     assert status in (200, 400, 404), (endpoint, params, body[:300])

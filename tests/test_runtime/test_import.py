@@ -13,7 +13,9 @@ BUILD_SIDE = ["mkdocs", "markdown_it", "markdown", "yaml", "click", "handbook_bu
 
 def test_runtime_imports_without_build_side_libraries() -> None:
     code = "import sys, json, handbook; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
     loaded = set(json.loads(out))
     assert not {m for m in loaded if m.split(".")[0] in BUILD_SIDE}
 

@@ -34,8 +34,16 @@ def test_the_default_language_is_served_without_lang(lib: Library) -> None:
 def test_a_language_is_served_when_asked(lib: Library) -> None:
     answer = lib.get("procedure.damage-report", lang="de")
     assert answer["lang"] == "de" and answer["title"] == "Schäden an einem Fahrzeug melden"
-    assert answer["metadata"]["version"] == "1.3" and answer["metadata"]["effective_date"] == "2026-03-01"
-    assert "Werkstatt" in lib.get("procedure.damage-report", lang="de", section="3. Übergabe an die Werkstatt")["content"]
+    assert (
+        answer["metadata"]["version"] == "1.3"
+        and answer["metadata"]["effective_date"] == "2026-03-01"
+    )
+    assert (
+        "Werkstatt"
+        in lib.get("procedure.damage-report", lang="de", section="3. Übergabe an die Werkstatt")[
+            "content"
+        ]
+    )
 
 
 def test_a_missing_language_falls_back_and_says_so(lib: Library) -> None:
@@ -48,7 +56,12 @@ def test_a_missing_language_falls_back_and_says_so(lib: Library) -> None:
 def test_list_and_search_keep_to_a_language(lib: Library) -> None:
     german = lib.list(lang="de")
     assert [d["id"] for d in german["docs"]] == ["procedure.damage-report"]
-    assert {d["id"] for d in lib.list(lang="en")["docs"]} == {"fleet.overview", "procedure.damage-report", "procedure.low-battery", "procedure.key-handover"}
+    assert {d["id"] for d in lib.list(lang="en")["docs"]} == {
+        "fleet.overview",
+        "procedure.damage-report",
+        "procedure.low-battery",
+        "procedure.key-handover",
+    }
     assert "the languages are de, en" in lib.list(lang="fr")["hint"]
     hits = lib.search("Werkstatt", lang="de")["hits"]
     assert hits and all(h["id"] == "procedure.damage-report" for h in hits)
@@ -68,9 +81,14 @@ def test_status_counts_per_language_apart(lib: Library) -> None:
 
 def test_ids_are_unique_per_language(make_library: MakeLibrary) -> None:
     doc = "---\nid: proc.a\ntitle: A\nkind: guide\nsummary: s\n{lang}---\n# A\n\n## S\n\nText.\n"
-    fine = make_library({"en.md": doc.format(lang="lang: en\n"), "de.md": doc.format(lang="lang: de\n")}, default_lang="en")
+    fine = make_library(
+        {"en.md": doc.format(lang="lang: en\n"), "de.md": doc.format(lang="lang: de\n")},
+        default_lang="en",
+    )
     assert run_cli("check", "--config", str(fine)).exit_code == 0
-    clash = make_library({"a.md": doc.format(lang=""), "b.md": doc.format(lang="lang: en\n")}, default_lang="en")
+    clash = make_library(
+        {"a.md": doc.format(lang=""), "b.md": doc.format(lang="lang: en\n")}, default_lang="en"
+    )
     run = run_cli("check", "--config", str(clash))
     assert run.exit_code == 1 and "HB304" in run.stdout and "in language en" in run.stdout
 

@@ -86,7 +86,11 @@ def _write_library(root: Path, docs: dict[str, str]) -> Path:
     (root / "docs").mkdir(parents=True, exist_ok=True)
     for rel, text in docs.items():
         (root / "docs" / rel).write_text(textwrap.dedent(text), encoding="utf-8")
-    config = {"site_name": "t", "docs_dir": "docs", "plugins": [{"handbook": {"library": "crafted", "version": "1.0.0"}}]}
+    config = {
+        "site_name": "t",
+        "docs_dir": "docs",
+        "plugins": [{"handbook": {"library": "crafted", "version": "1.0.0"}}],
+    }
     (root / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return root / "mkdocs.yml"
 
@@ -96,12 +100,22 @@ def _doc(doc_id: str, title: str, body: str) -> str:
 
 
 # A long section with non-ASCII text (offsets count characters, not bytes).
-_SENTENCES = " ".join(f"Sentence {i} about pumps and valves at 20 °C \u2013 “quoted” ü." for i in range(160))
-LONG_BODY = "Short overview.\n\n## Long section\n\n" + "\n\n".join(
-    _SENTENCES[i : i + 300] for i in range(0, len(_SENTENCES), 300)
-) + "\n\n## Short section\n\nTail text.\n"
-FLAT_BODY = "\n\n".join(f"Paragraph {i} has no heading above it, only words." for i in range(200)) + "\n"
-ESCAPES_BODY = "Overview.\n\n## Code\n\n```text\n" + "\n".join('{"k":"C:\\\\x\\\\y","q":"\\"\\""}' for _ in range(300)) + "\n```\n"
+_SENTENCES = " ".join(
+    f"Sentence {i} about pumps and valves at 20 °C \u2013 “quoted” ü." for i in range(160)
+)
+LONG_BODY = (
+    "Short overview.\n\n## Long section\n\n"
+    + "\n\n".join(_SENTENCES[i : i + 300] for i in range(0, len(_SENTENCES), 300))
+    + "\n\n## Short section\n\nTail text.\n"
+)
+FLAT_BODY = (
+    "\n\n".join(f"Paragraph {i} has no heading above it, only words." for i in range(200)) + "\n"
+)
+ESCAPES_BODY = (
+    "Overview.\n\n## Code\n\n```text\n"
+    + "\n".join('{"k":"C:\\\\x\\\\y","q":"\\"\\""}' for _ in range(300))
+    + "\n```\n"
+)
 WEIRD_BODY = "Overview.\n\n## #1 priority\n\nOne.\n\n## C++ / C#\n\nTwo.\n\n## Same\n\nThree.\n\n## Same\n\nFour.\n"
 
 
@@ -120,12 +134,15 @@ def lib(built: Path) -> Library:
 def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A library built for the edge cases the example does not have."""
     root = tmp_path_factory.mktemp("crafted")
-    config = _write_library(root, {
-        "long.md": _doc("guide.long", "A long guide", LONG_BODY),
-        "flat.md": _doc("guide.flat", "A flat guide", FLAT_BODY),
-        "escapes.md": _doc("guide.escapes", "Escapes", ESCAPES_BODY),
-        "weird.md": _doc("guide.weird", "Weird headings", WEIRD_BODY),
-    })
+    config = _write_library(
+        root,
+        {
+            "long.md": _doc("guide.long", "A long guide", LONG_BODY),
+            "flat.md": _doc("guide.flat", "A flat guide", FLAT_BODY),
+            "escapes.md": _doc("guide.escapes", "Escapes", ESCAPES_BODY),
+            "weird.md": _doc("guide.weird", "Weird headings", WEIRD_BODY),
+        },
+    )
     return _build(config, root / "out").resolve()
 
 
@@ -212,7 +229,9 @@ def _add_signatures(bundle: Path, *extra: dict[str, str]) -> None:
     (bundle / "manifest.json").write_bytes(updated.to_bytes())
 
 
-def test_threshold_counts_distinct_trusted_keys(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threshold_counts_distinct_trusted_keys(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bundle = _copy(built, tmp_path)
     pem, second = generate_private_key()
     signed = Manifest.from_bytes((bundle / "manifest.json").read_bytes()).signed.to_dict()
@@ -271,7 +290,9 @@ def _structured_error(resp: Any, name: str) -> None:
     assert not resp.get("docs") and not resp.get("hits") and "content" not in resp
 
 
-def test_tampered_catalog_is_refused_by_the_first_call_that_needs_it(built: Path, tmp_path: Path) -> None:
+def test_tampered_catalog_is_refused_by_the_first_call_that_needs_it(
+    built: Path, tmp_path: Path
+) -> None:
     bundle = _copy(built, tmp_path)
     _flip(bundle / "catalog.json")
     opened = _open_or_error(bundle, "catalog.json")
@@ -323,14 +344,25 @@ def test_list_returns_compact_entries(lib: Library) -> None:
     ac200 = resp["docs"][0]
     assert ac200["protocol"] == "modbus" and ac200["equipment_type"] == "air_compressor"
     assert ac200["verified"] == "unverified" and ac200["chars"] > 0
-    assert [s["anchor"] for s in ac200["sections"]] == ["connection-defaults", "register-map", "pitfalls", "collector-snippet"]
+    assert [s["anchor"] for s in ac200["sections"]] == [
+        "connection-defaults",
+        "register-map",
+        "pitfalls",
+        "collector-snippet",
+    ]
 
 
 @pytest.mark.parametrize(
     ("filters", "expected"),
     [
-        ({"protocol": "modbus"}, ["device.acme.ac200", "device.voltra.em3", "guide.commissioning", "protocol.modbus"]),
-        ({"protocol": "MODBUS"}, ["device.acme.ac200", "device.voltra.em3", "guide.commissioning", "protocol.modbus"]),
+        (
+            {"protocol": "modbus"},
+            ["device.acme.ac200", "device.voltra.em3", "guide.commissioning", "protocol.modbus"],
+        ),
+        (
+            {"protocol": "MODBUS"},
+            ["device.acme.ac200", "device.voltra.em3", "guide.commissioning", "protocol.modbus"],
+        ),
         ({"kind": "Device"}, ["device.acme.ac200", "device.voltra.em3"]),
         ({"verified": "VERIFIED"}, ["guide.about", "guide.commissioning", "protocol.modbus"]),
         ({"vendor": "acme (FICTIONAL)"}, ["device.acme.ac200"]),
@@ -390,7 +422,9 @@ def test_list_limit_says_there_is_more(lib: Library) -> None:
         ("sparkplug", "protocol.mqtt"),
     ],
 )
-def test_list_query_finds_ids_aliases_and_model_numbers(lib: Library, query: str, first: str) -> None:
+def test_list_query_finds_ids_aliases_and_model_numbers(
+    lib: Library, query: str, first: str
+) -> None:
     """However a model number is written, the device comes first."""
     assert _ids(lib.list(query=query))[0] == first
 
@@ -417,7 +451,17 @@ def test_get_whole_doc(lib: Library) -> None:
     assert "## Register map" in resp["content"] and "## Collector snippet" in resp["content"]
 
 
-@pytest.mark.parametrize("section", ["Register map", "register map", "REGISTER MAP", "register-map", "Register-Map", "#register-map"])
+@pytest.mark.parametrize(
+    "section",
+    [
+        "Register map",
+        "register map",
+        "REGISTER MAP",
+        "register-map",
+        "Register-Map",
+        "#register-map",
+    ],
+)
 def test_get_section_by_title_or_anchor(lib: Library, section: str) -> None:
     resp = lib.get("device.acme.ac200", section=section)
     assert resp["found"] is True
@@ -430,7 +474,12 @@ def test_get_section_by_title_or_anchor(lib: Library, section: str) -> None:
 def test_get_unknown_section_lists_sections_and_close_matches(lib: Library) -> None:
     resp = lib.get("device.acme.ac200", section="registr map")
     assert resp["found"] is False and resp["error"]
-    assert [s["anchor"] for s in resp["sections"]] == ["connection-defaults", "register-map", "pitfalls", "collector-snippet"]
+    assert [s["anchor"] for s in resp["sections"]] == [
+        "connection-defaults",
+        "register-map",
+        "pitfalls",
+        "collector-snippet",
+    ]
     assert {"Register map", "register-map"} & set(resp["suggestions"])
     assert "content" not in resp
 
@@ -449,11 +498,18 @@ def test_get_doc_over_budget_returns_overview_and_sections(built: Path) -> None:
     assert resp["found"] is True and resp["truncated"] is True
     assert resp["content"].startswith("# Acme AC-200") and "## " not in resp["content"]
     assert "controller speaks" in resp["content"]
-    assert [s["anchor"] for s in resp["sections"]] == ["connection-defaults", "register-map", "pitfalls", "collector-snippet"]
+    assert [s["anchor"] for s in resp["sections"]] == [
+        "connection-defaults",
+        "register-map",
+        "pitfalls",
+        "collector-snippet",
+    ]
     assert _json_len(resp) <= 1500
 
 
-def _pieces(library: Library, doc_id: str, section: str | None, first: int = 0) -> Iterator[dict[str, Any]]:
+def _pieces(
+    library: Library, doc_id: str, section: str | None, first: int = 0
+) -> Iterator[dict[str, Any]]:
     offset = first
     for _ in range(1000):
         resp = library.get(doc_id, section=section, offset=offset)
@@ -524,7 +580,9 @@ def _stems(text: str) -> set[str]:
     return {stem(w.lower()) for w in re.findall(r"\w+", text)}
 
 
-@pytest.mark.parametrize("query", ["registers", "modbus", "compressor", "qos retained", "float", "gateway"])
+@pytest.mark.parametrize(
+    "query", ["registers", "modbus", "compressor", "qos retained", "float", "gateway"]
+)
 def test_search_excerpt_shows_a_matched_word(lib: Library, query: str) -> None:
     """When the hit's text holds a matched word, the excerpt shows one."""
     terms = {c.term for c in handbook.query.parse(query)}
@@ -561,19 +619,79 @@ def test_query_caps_give_structured_errors(lib: Library, query: str, code: str) 
     assert isinstance(listed, dict) and listed.get("error", {}).get("code") != "internal_error"
 
 
-@pytest.mark.parametrize("query", ["registr~2", "mod* reg*", "x" * 500, " ".join(f"w{i}" for i in range(32))])
+@pytest.mark.parametrize(
+    "query", ["registr~2", "mod* reg*", "x" * 500, " ".join(f"w{i}" for i in range(32))]
+)
 def test_queries_at_the_caps_run(lib: Library, query: str) -> None:
     assert "error" not in lib.search(query)
 
 
 SYNTAX = [
-    ":", "^", "~", "+", "-", "*", "**", '"', "'", "\\", "(", ")", "[", "{", "}", "!", "&&", "||",
-    "title:", "keywords:", "body:^", "nofield:modbus", "a:b:c", "title:modbus:tcp", "foo^", "foo~",
-    "foo^abc", "modbus^0", "modbus^-1", "modbus^1e400", "modbus^nan", "modbus^inf", "modbus~-1",
-    "modbus~1^2", "modbus^2~1", "modbus^2^3", "modbus~1~2", "+-", "-+modbus", "--modbus", "-modbus",
-    "+modbus -modbus", '"modbus tcp"', '"unbalanced', "(modbus", "modbus)", "a*~1", "title:*", "+*",
-    "a-*", "ä*", "ß~2", "🙂", "\x00", "", "   ", "\n\t", "modbus\u200b", "İstanbul", "ﬁ", "Ⅻ~1",
-    "modbus~\u0661", "modbus^²", "title:modbus^2~1", "+title:modbus -body:tcp qos",
+    ":",
+    "^",
+    "~",
+    "+",
+    "-",
+    "*",
+    "**",
+    '"',
+    "'",
+    "\\",
+    "(",
+    ")",
+    "[",
+    "{",
+    "}",
+    "!",
+    "&&",
+    "||",
+    "title:",
+    "keywords:",
+    "body:^",
+    "nofield:modbus",
+    "a:b:c",
+    "title:modbus:tcp",
+    "foo^",
+    "foo~",
+    "foo^abc",
+    "modbus^0",
+    "modbus^-1",
+    "modbus^1e400",
+    "modbus^nan",
+    "modbus^inf",
+    "modbus~-1",
+    "modbus~1^2",
+    "modbus^2~1",
+    "modbus^2^3",
+    "modbus~1~2",
+    "+-",
+    "-+modbus",
+    "--modbus",
+    "-modbus",
+    "+modbus -modbus",
+    '"modbus tcp"',
+    '"unbalanced',
+    "(modbus",
+    "modbus)",
+    "a*~1",
+    "title:*",
+    "+*",
+    "a-*",
+    "ä*",
+    "ß~2",
+    "🙂",
+    "\x00",
+    "",
+    "   ",
+    "\n\t",
+    "modbus\u200b",
+    "İstanbul",
+    "ﬁ",
+    "Ⅻ~1",
+    "modbus~\u0661",
+    "modbus^²",
+    "title:modbus^2~1",
+    "+title:modbus -body:tcp qos",
 ]
 
 
@@ -605,7 +723,10 @@ def _calls(library: Library) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         ("list(modbus, 100)", lambda: library.list(query="modbus", limit=100)),
         ("list(protocol)", lambda: library.list(protocol="modbus", limit=100)),
         ("search(modbus, 100)", lambda: library.search("modbus", limit=100)),
-        ("search(register map, 100)", lambda: library.search("register map temperature", limit=100)),
+        (
+            "search(register map, 100)",
+            lambda: library.search("register map temperature", limit=100),
+        ),
         ("get(section)", lambda: library.get("protocol.modbus", section="Data model")),
     ]
     calls += [(f"get({i})", lambda i=i: library.get(i)) for i in EXAMPLE_IDS]
@@ -672,9 +793,19 @@ def test_response_chars_is_the_json_length(built: Path, budget: int) -> None:
         lambda lib: lib.search("modbus", limit="x"),
         lambda lib: lib.list(limit="x"),
     ],
-    ids=["unknown-section", "unknown-id", "empty-id", "bad-offset", "query-error", "search-limit", "list-limit"],
+    ids=[
+        "unknown-section",
+        "unknown-id",
+        "empty-id",
+        "bad-offset",
+        "query-error",
+        "search-limit",
+        "list-limit",
+    ],
 )
-def test_error_answers_say_size_and_truncated(lib: Library, call: Callable[[Library], dict[str, Any]]) -> None:
+def test_error_answers_say_size_and_truncated(
+    lib: Library, call: Callable[[Library], dict[str, Any]]
+) -> None:
     resp = call(lib)
     assert "error" in resp
     assert isinstance(resp.get("truncated"), bool)
@@ -698,7 +829,9 @@ def test_escape_heavy_content_fits_the_budget(crafted: Path, budget: int) -> Non
     ],
     ids=["id", "section", "filter-value", "filter-field"],
 )
-def test_huge_inputs_keep_answers_bounded(built: Path, call: Callable[[Library, str], dict[str, Any]]) -> None:
+def test_huge_inputs_keep_answers_bounded(
+    built: Path, call: Callable[[Library, str], dict[str, Any]]
+) -> None:
     library = Library.open(built, [PUBLIC], max_response_chars=2000)
     resp = call(library, "ab-" * 30_000)
     assert _json_len(resp) <= 2000
@@ -712,7 +845,19 @@ def test_infinite_offset_is_an_offset_error(lib: Library) -> None:
 # -- everything returned resolves -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("query", ["modbus", "register map", "mqtt qos", "commissioning", "float", "modb*", "registr~1", "address base"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "modbus",
+        "register map",
+        "mqtt qos",
+        "commissioning",
+        "float",
+        "modb*",
+        "registr~1",
+        "address base",
+    ],
+)
 def test_every_search_hit_resolves(lib: Library, query: str) -> None:
     hits = lib.search(query, limit=100)["hits"]
     assert hits
@@ -768,17 +913,38 @@ SCALARS = st.one_of(
     st.integers(),
     st.floats(),
     st.text(max_size=40),
-    st.sampled_from(["modbus", "device.acme.ac200", "register-map", "Pitfalls", "any", "modb*", "registr~1", "+-:^~*\""]),
+    st.sampled_from(
+        [
+            "modbus",
+            "device.acme.ac200",
+            "register-map",
+            "Pitfalls",
+            "any",
+            "modb*",
+            "registr~1",
+            '+-:^~*"',
+        ]
+    ),
     st.builds(lambda s, n: s * n, st.text(min_size=1, max_size=4), st.integers(1, 40_000)),
 )
-VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=4), st.dictionaries(st.text(max_size=6), SCALARS, max_size=3))
+VALUES = st.one_of(
+    SCALARS,
+    st.lists(SCALARS, max_size=4),
+    st.dictionaries(st.text(max_size=6), SCALARS, max_size=3),
+)
 FILTER_NAMES = st.one_of(
-    st.sampled_from(["protocol", "keywords", "kind", "verified", "aliases", "equipment_type", "vendor", "id"]),
+    st.sampled_from(
+        ["protocol", "keywords", "kind", "verified", "aliases", "equipment_type", "vendor", "id"]
+    ),
     st.text(max_size=12),
 ).filter(lambda k: k not in ("query", "limit"))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     query=VALUES,
     limit=VALUES,
@@ -787,7 +953,15 @@ FILTER_NAMES = st.one_of(
     offset=VALUES,
     filters=st.dictionaries(FILTER_NAMES, VALUES, max_size=3),
 )
-def test_handlers_never_raise(lib: Library, query: Any, limit: Any, doc_id: Any, section: Any, offset: Any, filters: dict[str, Any]) -> None:
+def test_handlers_never_raise(
+    lib: Library,
+    query: Any,
+    limit: Any,
+    doc_id: Any,
+    section: Any,
+    offset: Any,
+    filters: dict[str, Any],
+) -> None:
     """Whatever an agent sends, a JSON-serializable dict comes back."""
     for resp in (
         lib.list(query=query, limit=limit, **filters),
@@ -805,7 +979,9 @@ def test_handlers_never_raise(lib: Library, query: Any, limit: Any, doc_id: Any,
 # -- reload ---------------------------------------------------------------------------------
 
 
-def test_reload_swaps_in_a_new_bundle_and_keeps_serving_on_failure(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_reload_swaps_in_a_new_bundle_and_keeps_serving_on_failure(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     first = {"a.md": _doc("guide.a", "First edition", "## Part\n\nOriginal words.\n")}
     build(load_config(make_library(first)), out, KEY)
@@ -845,10 +1021,20 @@ def test_reload_swaps_in_a_new_bundle_and_keeps_serving_on_failure(make_library:
 
 def test_reload_refuses_a_wrongly_signed_bundle(make_library: MakeLibrary, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    build(load_config(make_library({"a.md": _doc("guide.a", "Signed", "## Part\n\nTrusted words.\n")})), out, KEY)
+    build(
+        load_config(
+            make_library({"a.md": _doc("guide.a", "Signed", "## Part\n\nTrusted words.\n")})
+        ),
+        out,
+        KEY,
+    )
     library = Library.open(out, [PUBLIC])
     pem, _ = generate_private_key()
-    build(load_config(make_library({"a.md": _doc("guide.a", "Other", "## Part\n\nForged words.\n")})), out, load_private_key(pem))
+    build(
+        load_config(make_library({"a.md": _doc("guide.a", "Other", "## Part\n\nForged words.\n")})),
+        out,
+        load_private_key(pem),
+    )
     resp = library.reload()
     assert resp["reloaded"] is False and "signature" in resp["error"]
     assert "Trusted words" in library.get("guide.a")["content"]
@@ -897,5 +1083,6 @@ def test_search_matches_lunr(lib: Library, lunr_index: Any, query: str) -> None:
         ours.append((ref, round(hit.score, 6)))
     assert ours == expected
     public = lib.search(query, limit=10)["hits"]
-    assert [h["id"] + (f"#{h['anchor']}" if h["anchor"] else "") for h in public] == [ref for ref, _ in expected]
-
+    assert [h["id"] + (f"#{h['anchor']}" if h["anchor"] else "") for h in public] == [
+        ref for ref, _ in expected
+    ]

@@ -46,22 +46,42 @@ async def exercise(client: Client, library: Library) -> None:
     """Everything an agent host does: list and call each tool, read a resource."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     definitions = {t["name"]: t for t in json.loads(library.bundle.read("tools.json"))["tools"]}
-    assert set(tools) == set(definitions) == {"knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"}
+    assert (
+        set(tools)
+        == set(definitions)
+        == {
+            "knowledge_list",
+            "knowledge_get",
+            "knowledge_search",
+            "knowledge_collect",
+            "knowledge_ask",
+        }
+    )
     for name, tool in tools.items():
         assert tool.input_schema == definitions[name]["inputSchema"]
         assert tool.output_schema == definitions[name]["outputSchema"]
         assert tool.annotations is not None
-        assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint, tool.annotations.idempotent_hint,
-                tool.annotations.open_world_hint) == (True, False, True, False)
+        assert (
+            tool.annotations.read_only_hint,
+            tool.annotations.destructive_hint,
+            tool.annotations.idempotent_hint,
+            tool.annotations.open_world_hint,
+        ) == (True, False, True, False)
 
-    listed = await client.call_tool("knowledge_list", {"query": None, "limit": None, "kind": "device"})
+    listed = await client.call_tool(
+        "knowledge_list", {"query": None, "limit": None, "kind": "device"}
+    )
     assert not listed.is_error
     assert listed.structured_content == library.list(kind="device")
     assert json.loads(listed.content[0].text) == listed.structured_content
 
-    got = await client.call_tool("knowledge_get", {"doc_id": "device.acme.ac200", "section": "Register map"})
+    got = await client.call_tool(
+        "knowledge_get", {"doc_id": "device.acme.ac200", "section": "Register map"}
+    )
     assert got.structured_content == library.get("device.acme.ac200", section="Register map")
-    lenient = await client.call_tool("knowledge_get", {"doc_id": "protocol.modbus"})  # section left out
+    lenient = await client.call_tool(
+        "knowledge_get", {"doc_id": "protocol.modbus"}
+    )  # section left out
     assert lenient.structured_content == library.get("protocol.modbus")
     missing = await client.call_tool("knowledge_get", {"doc_id": "device.acme.ac2000"})
     assert not missing.is_error and missing.structured_content["found"] is False
@@ -108,13 +128,18 @@ def test_stdio(published: Path, library: Library, mode: str) -> None:
 
 
 def test_stdio_refuses_an_untrusted_bundle(published: Path) -> None:
-    params = StdioServerParameters(command=str(Path(sys.executable).parent / "handbook"), args=["mcp", "--bundle", str(published)])
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "handbook"),
+        args=["mcp", "--bundle", str(published)],
+    )
 
     async def main() -> None:
         async with Client(params, mode="legacy") as client:
             await client.list_tools()
 
-    with pytest.raises(Exception):  # the process exits (refused: no trusted key) before the handshake  # noqa: B017
+    with pytest.raises(
+        Exception
+    ):  # the process exits (refused: no trusted key) before the handshake  # noqa: B017
         anyio.run(main)
 
 
@@ -133,8 +158,18 @@ def test_streamable_http(server: tuple[str, int], library: Library, mode: str) -
     anyio.run(main)
 
 
-INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}})
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "0"},
+        },
+    }
+)
 
 
 def post(address: tuple[str, int], headers: dict[str, str]) -> int:
@@ -142,8 +177,16 @@ def post(address: tuple[str, int], headers: dict[str, str]) -> int:
 
     conn = http.client.HTTPConnection(*address, timeout=30)
     try:
-        conn.request("POST", "/mcp", body=INITIALIZE, headers={"Content-Type": "application/json",
-                                                               "Accept": "application/json, text/event-stream", **headers})
+        conn.request(
+            "POST",
+            "/mcp",
+            body=INITIALIZE,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
         response = conn.getresponse()
         response.read()
         return response.status
@@ -177,9 +220,19 @@ def test_token_guards_mcp(library: Library) -> None:
         url = f"http://{address[0]}:{address[1]}/mcp"
 
         async def main() -> list[str]:
-            async with (httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
-                        Client(streamable_http_client(url, http_client=http), mode="legacy") as client):
+            async with (
+                httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+                ) as http,
+                Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+            ):
                 return [t.name for t in (await client.list_tools()).tools]
 
-        assert anyio.run(main) == ["knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"]
+        assert anyio.run(main) == [
+            "knowledge_list",
+            "knowledge_get",
+            "knowledge_search",
+            "knowledge_collect",
+            "knowledge_ask",
+        ]
         assert request(address, "/api/v1/status")[0] == 401

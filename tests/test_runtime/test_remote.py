@@ -96,7 +96,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_body(data)
 
     def send_body(self, data: bytes) -> None:
-        with contextlib.suppress(OSError):  # a client that refuses the length hangs up: as it should
+        with contextlib.suppress(
+            OSError
+        ):  # a client that refuses the length hangs up: as it should
             self.wfile.write(data)
 
     def trick_file(self, bundle: str) -> str:
@@ -138,17 +140,27 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
     return {"cache_dir": tmp_path / "cache", "state_dir": tmp_path / "state"}
 
 
-def open_url(url: str, dirs: dict[str, Path], keys: list[str] | None = None, **options: Any) -> Library:
+def open_url(
+    url: str, dirs: dict[str, Path], keys: list[str] | None = None, **options: Any
+) -> Library:
     return Library.open(url, [PUBLIC] if keys is None else keys, **dirs, **options)
 
 
-def test_a_good_bundle_loads_and_serves(server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]) -> None:
+def test_a_good_bundle_loads_and_serves(
+    server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]
+) -> None:
     lib = open_url(f"{server}/v1/", dirs, expect_library="plant-floor")
     status = lib.status()
-    assert (status["library"], status["version"], status["signature"]) == ("plant-floor", "1.0.0", "verified")
+    assert (status["library"], status["version"], status["signature"]) == (
+        "plant-floor",
+        "1.0.0",
+        "verified",
+    )
     assert lib.get("device.acme.ac200")["found"] is True
     objects = dirs["cache_dir"] / "objects"
-    assert {p.name for p in objects.iterdir()} >= {hashlib.sha256(b).hexdigest() for n, b in bundles["v1"].items() if n != "manifest.json"}
+    assert {p.name for p in objects.iterdir()} >= {
+        hashlib.sha256(b).hexdigest() for n, b in bundles["v1"].items() if n != "manifest.json"
+    }
 
 
 def test_cached_files_are_not_downloaded_again(server: str, dirs: dict[str, Path]) -> None:
@@ -156,7 +168,9 @@ def test_cached_files_are_not_downloaded_again(server: str, dirs: dict[str, Path
     Handler.requests.clear()
     lib = open_url(f"{server}/v1", dirs)
     assert lib.status()["version"] == "1.0.0"
-    assert Handler.requests == ["/v1/manifest.json"]  # every listed file came from the cache, re-hashed
+    assert Handler.requests == [
+        "/v1/manifest.json"
+    ]  # every listed file came from the cache, re-hashed
 
 
 @pytest.mark.parametrize(
@@ -169,12 +183,16 @@ def test_cached_files_are_not_downloaded_again(server: str, dirs: dict[str, Path
         ("missing", DownloadError, "404"),
     ],
 )
-def test_bad_bundles_are_refused(server: str, dirs: dict[str, Path], bundle: str, error: type[Exception], message: str) -> None:
+def test_bad_bundles_are_refused(
+    server: str, dirs: dict[str, Path], bundle: str, error: type[Exception], message: str
+) -> None:
     with pytest.raises(error, match=re.escape(message)):
         open_url(f"{server}/{bundle}", dirs, expect_library="plant-floor")
 
 
-def test_rollback_is_refused_and_the_mark_survives_restarts(server: str, dirs: dict[str, Path]) -> None:
+def test_rollback_is_refused_and_the_mark_survives_restarts(
+    server: str, dirs: dict[str, Path]
+) -> None:
     assert open_url(f"{server}/v2", dirs).status()["version"] == "2.0.0"
     with pytest.raises(RollbackError, match=r"1\.0\.0 is older than 2\.0\.0"):
         open_url(f"{server}/v1", dirs)  # a new Library, as after a restart: the mark is on disk
@@ -189,12 +207,17 @@ def test_rollback_is_refused_and_the_mark_survives_restarts(server: str, dirs: d
 
 def test_the_mark_resets_when_the_trusted_keys_change(server: str, dirs: dict[str, Path]) -> None:
     open_url(f"{server}/v2", dirs)
-    assert open_url(f"{server}/other-key", dirs, keys=[str(OTHER_PUBLIC)]).status()["version"] == "1.5.0"
+    assert (
+        open_url(f"{server}/other-key", dirs, keys=[str(OTHER_PUBLIC)]).status()["version"]
+        == "1.5.0"
+    )
     with pytest.raises(RollbackError):
         open_url(f"{server}/v1", dirs)  # the old key set keeps its own mark
 
 
-def test_reload_refuses_a_rollback_and_keeps_serving(server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]) -> None:
+def test_reload_refuses_a_rollback_and_keeps_serving(
+    server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]
+) -> None:
     lib = open_url(f"{server}/v2", dirs)
     bundles["swap"] = bundles["v2"]
     lib2 = open_url(f"{server}/swap", dirs)
@@ -214,14 +237,18 @@ def test_reload_refuses_a_rollback_and_keeps_serving(server: str, dirs: dict[str
         ("stall", "timed out|too slow|cannot fetch"),
     ],
 )
-def test_endless_and_slow_transfers_are_cut_off(server: str, dirs: dict[str, Path], mode: str, message: str) -> None:
+def test_endless_and_slow_transfers_are_cut_off(
+    server: str, dirs: dict[str, Path], mode: str, message: str
+) -> None:
     started = time.monotonic()
     with pytest.raises(DownloadError, match=message):
         open_url(f"{server}/{mode}:v1", dirs, timeout=2.0)
     assert time.monotonic() - started < 20  # bounded by the deadline, not by the server
 
 
-def test_an_oversized_manifest_is_refused_before_parsing(server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]) -> None:
+def test_an_oversized_manifest_is_refused_before_parsing(
+    server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]
+) -> None:
     from handbook.manifest import MAX_MANIFEST_BYTES
 
     bundles["huge"] = {"manifest.json": b"{" + b" " * (MAX_MANIFEST_BYTES + 10) + b"}"}

@@ -50,7 +50,9 @@ def test_sync_registry_gets_every_handler(library: Library) -> None:
     assert register_tools(registry.register, library) == []
     assert set(registry.handlers) == set(DEFAULT_TOPICS.values())
     answer = registry.handlers["knowledge.get"]("device.acme.ac200", section="Register map")
-    assert answer["found"] is True and answer == library.get("device.acme.ac200", section="Register map")
+    assert answer["found"] is True and answer == library.get(
+        "device.acme.ac200", section="Register map"
+    )
     assert registry.handlers["knowledge.list"](kind="device")["count"] == 2
     assert registry.handlers["knowledge.search"]("modbus", limit=2)["count"] > 0
     json.dumps(answer)  # what travels over the wire
@@ -69,7 +71,9 @@ async def _await(outcome: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", [SyncRegistry, AsyncRegistry])
-def test_one_failing_topic_is_reported_and_returned(library: Library, kind: type[SyncRegistry]) -> None:
+def test_one_failing_topic_is_reported_and_returned(
+    library: Library, kind: type[SyncRegistry]
+) -> None:
     registry = kind(refuse="knowledge.get")
     messages: list[str] = []
     outcome = register_tools(registry.register, library, report=messages.append)
@@ -107,14 +111,18 @@ def test_failing_and_async_reporters_never_raise(library: Library) -> None:
     def broken_report(message: str) -> None:
         raise RuntimeError("the reporter is down too")
 
-    assert register_tools(SyncRegistry(refuse="knowledge.list").register, library, report=broken_report) == ["knowledge.list"]
+    assert register_tools(
+        SyncRegistry(refuse="knowledge.list").register, library, report=broken_report
+    ) == ["knowledge.list"]
 
     reported: list[str] = []
 
     async def async_report(message: str) -> None:
         reported.append(message)
 
-    outcome = register_tools(SyncRegistry(refuse="knowledge.list").register, library, report=async_report)
+    outcome = register_tools(
+        SyncRegistry(refuse="knowledge.list").register, library, report=async_report
+    )
     assert asyncio.run(_await(outcome)) == ["knowledge.list"]
     assert len(reported) == 1
 
@@ -122,7 +130,12 @@ def test_failing_and_async_reporters_never_raise(library: Library) -> None:
 def test_topics_override_and_unknown_names(library: Library) -> None:
     registry = SyncRegistry()
     messages: list[str] = []
-    failed = register_tools(registry.register, library, topics={"get": "app.kb.get", "delete": "app.kb.delete"}, report=messages.append)
+    failed = register_tools(
+        registry.register,
+        library,
+        topics={"get": "app.kb.get", "delete": "app.kb.delete"},
+        report=messages.append,
+    )
     assert failed == ["app.kb.delete"]
     assert "app.kb.get" in registry.handlers and "knowledge.get" not in registry.handlers
     assert "no handler named 'delete'" in messages[0]
@@ -137,7 +150,9 @@ def test_topics_override_and_unknown_names(library: Library) -> None:
         ("knowledge.list", (None, "x"), {"limit": -5}),
     ],
 )
-def test_handlers_answer_bad_calls_with_a_dict(library: Library, topic: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def test_handlers_answer_bad_calls_with_a_dict(
+    library: Library, topic: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     registry = SyncRegistry()
     register_tools(registry.register, library)
     answer = registry.handlers[topic](*args, **kwargs)

@@ -34,7 +34,11 @@ FORGED_SIG = IDENTITY + bytes(32)  # R = identity point, S = 0
 RAW = bytes.fromhex("7d4d0e7f6153a69b6242b522abbee685fda4420f8834b108c3bdae369ef549fa")
 B64 = "fU0Of2FTpptiQrUiq77mhf2kQg+INLEIw72uNp71Sfo="
 
-PAYLOAD: dict[str, Any] = {"spec": "handbook/v1", "files": {"a.md": {"sha256": "0" * 64, "bytes": 3}}, "docs": 1}
+PAYLOAD: dict[str, Any] = {
+    "spec": "handbook/v1",
+    "files": {"a.md": {"sha256": "0" * 64, "bytes": 3}},
+    "docs": 1,
+}
 OTHER_TAG = "handbook/v1/other"
 
 
@@ -47,7 +51,9 @@ def load_vectors(name: str) -> Any:
 
 def low_order_encodings() -> list[bytes]:
     """The 14 low-order encodings: the 7 sign-cleared values, each with sign bit 0 and 1."""
-    return sorted({enc[:31] + bytes([enc[31] | sign]) for enc in signing._LOW_ORDER for sign in (0, 0x80)})
+    return sorted(
+        {enc[:31] + bytes([enc[31] | sign]) for enc in signing._LOW_ORDER for sign in (0, 0x80)}
+    )
 
 
 def new_key() -> tuple[Ed25519PrivateKey, PublicKey]:
@@ -100,7 +106,9 @@ def test_wycheproof_all_verdicts() -> None:
             assert test["result"] in ("valid", "invalid"), test
             got = accepts(raw_key, bytes.fromhex(test["sig"]), bytes.fromhex(test["msg"]))
             if got != (test["result"] == "valid"):
-                wrong.append(f"tcId {test['tcId']} ({test['comment'] or test['flags']}): expected {test['result']}")
+                wrong.append(
+                    f"tcId {test['tcId']} ({test['comment'] or test['flags']}): expected {test['result']}"
+                )
     assert run == 151
     assert wrong == []
 
@@ -161,7 +169,9 @@ def test_cctv_low_order_and_non_canonical_keys_are_refused_at_load() -> None:
     for v in flagged:
         with pytest.raises(KeyFormatError):
             PublicKey.from_raw(bytes.fromhex(v["key"]))
-    low_order_keys = {bytes.fromhex(v["key"]) for v in vectors if "low_order_A" in (v["flags"] or [])}
+    low_order_keys = {
+        bytes.fromhex(v["key"]) for v in vectors if "low_order_A" in (v["flags"] or [])
+    }
     assert low_order_keys == set(low_order_encodings())
 
 
@@ -172,7 +182,9 @@ def test_there_are_14_low_order_encodings() -> None:
     encodings = low_order_encodings()
     assert len(encodings) == 14
     assert all(len(e) == 32 for e in encodings)
-    non_canonical = [e for e in encodings if int.from_bytes(e[:31] + bytes([e[31] & 0x7F]), "little") >= P]
+    non_canonical = [
+        e for e in encodings if int.from_bytes(e[:31] + bytes([e[31] & 0x7F]), "little") >= P
+    ]
     assert len(non_canonical) == 4  # y = p and y = p + 1 (encodings of 0 and 1), each sign
 
 
@@ -349,7 +361,9 @@ def test_verify_refuses_other_tag() -> None:
     with pytest.raises(SignatureError):
         signing.verify([entry], PAYLOAD, [public])
     with pytest.raises(SignatureError):
-        signing.verify([signing.sign(private, signing.MANIFEST_TAG, PAYLOAD)], PAYLOAD, [public], tag=OTHER_TAG)
+        signing.verify(
+            [signing.sign(private, signing.MANIFEST_TAG, PAYLOAD)], PAYLOAD, [public], tag=OTHER_TAG
+        )
 
 
 def test_verify_refuses_modified_payload() -> None:
@@ -438,8 +452,13 @@ def test_verify_refuses_non_canonical_signature_base64(respell: Any) -> None:
 
 def test_verify_threshold_two_distinct_keys() -> None:
     (a, pa), (b, pb) = new_key(), new_key()
-    entries = [signing.sign(a, signing.MANIFEST_TAG, PAYLOAD), signing.sign(b, signing.MANIFEST_TAG, PAYLOAD)]
-    assert sorted(signing.verify(entries, PAYLOAD, [pa, pb], threshold=2)) == sorted([pa.keyid, pb.keyid])
+    entries = [
+        signing.sign(a, signing.MANIFEST_TAG, PAYLOAD),
+        signing.sign(b, signing.MANIFEST_TAG, PAYLOAD),
+    ]
+    assert sorted(signing.verify(entries, PAYLOAD, [pa, pb], threshold=2)) == sorted(
+        [pa.keyid, pb.keyid]
+    )
 
 
 def test_verify_threshold_counts_a_key_once() -> None:
@@ -465,7 +484,9 @@ def test_verify_skips_bad_entries_before_a_good_one() -> None:
     private, public = new_key()
     entry = signing.sign(private, signing.MANIFEST_TAG, PAYLOAD)
     bad = entry_with(public.keyid, bytes(64))
-    assert signing.verify([bad, {"keyid": public.keyid, "sig": "!!"}, entry], PAYLOAD, [public]) == [public.keyid]
+    assert signing.verify(
+        [bad, {"keyid": public.keyid, "sig": "!!"}, entry], PAYLOAD, [public]
+    ) == [public.keyid]
 
 
 def test_verify_duplicate_trusted_keys_count_once() -> None:
@@ -521,7 +542,10 @@ def test_trusted_keys_empty(monkeypatch: pytest.MonkeyPatch) -> None:
     assert signing.trusted_keys() == []
 
 
-@pytest.mark.parametrize("bad", ["nonsense", "ed25519:" + base64.b64encode(bytes(32)).decode(), "ed25519:" + B64.rstrip("=")])
+@pytest.mark.parametrize(
+    "bad",
+    ["nonsense", "ed25519:" + base64.b64encode(bytes(32)).decode(), "ed25519:" + B64.rstrip("=")],
+)
 def test_trusted_keys_refuses_bad_env_entries(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     """One bad key in the environment is an error, not silently dropped."""
     monkeypatch.setenv(signing.TRUSTED_KEYS_ENV, f"ed25519:{B64},{bad}")

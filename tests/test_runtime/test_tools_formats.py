@@ -18,7 +18,13 @@ from handbook_build import load_config
 from handbook_build.pipeline import build
 
 KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-NAMES = ["knowledge_list", "knowledge_get", "knowledge_search", "knowledge_collect", "knowledge_ask"]
+NAMES = [
+    "knowledge_list",
+    "knowledge_get",
+    "knowledge_search",
+    "knowledge_collect",
+    "knowledge_ask",
+]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +82,10 @@ def test_yaml_is_the_mcp_shape(bundle: Path) -> None:
 
 def test_inputs_validate_against_the_schemas(bundle: Path) -> None:
     """What an agent sends in strict mode passes; what it must not send fails."""
-    tools = {t["name"]: t["inputSchema"] for t in json.loads((bundle / "tools.json").read_text())["tools"]}
+    tools = {
+        t["name"]: t["inputSchema"]
+        for t in json.loads((bundle / "tools.json").read_text())["tools"]
+    }
     good = {"doc_id": "device.acme.ac200", "section": None}
     jsonschema.validate(good, tools["knowledge_get"])
     with pytest.raises(jsonschema.ValidationError):

@@ -20,10 +20,14 @@ import generate  # noqa: E402
 REGENERATE = "python tests/vectors/generate.py"
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in VECTORS.iterdir() if p.suffix != ".py" and p.is_file()))
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in VECTORS.iterdir() if p.suffix != ".py" and p.is_file())
+)
 def test_vector_files_are_reproduced_byte_for_byte(tmp_path: Path, name: str) -> None:
     generate.generate(tmp_path)
-    assert (tmp_path / name).read_bytes() == (VECTORS / name).read_bytes(), f"{name} changed; if on purpose: {REGENERATE}"
+    assert (tmp_path / name).read_bytes() == (VECTORS / name).read_bytes(), (
+        f"{name} changed; if on purpose: {REGENERATE}"
+    )
 
 
 def test_every_generated_file_is_committed(tmp_path: Path) -> None:
@@ -37,7 +41,9 @@ def test_committed_manifest_verifies_with_the_committed_public_key() -> None:
     manifest = Manifest.from_bytes((VECTORS / "manifest.json").read_bytes())
     assert key.keyid == keyid
     assert verify(manifest.signatures, manifest.signed.to_dict(), [key]) == [keyid]
-    assert bytes.fromhex((VECTORS / "signing-input.hex").read_text().strip()).startswith(b"\x00\x14handbook/v1/manifest{")
+    assert bytes.fromhex((VECTORS / "signing-input.hex").read_text().strip()).startswith(
+        b"\x00\x14handbook/v1/manifest{"
+    )
 
 
 def test_canonical_cases_read_back_strictly() -> None:

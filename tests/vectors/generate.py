@@ -25,8 +25,14 @@ SEED = hashlib.sha256(b"handbook golden test key - never use for real").digest()
 
 CANONICAL_CASES: list[tuple[str, object]] = [
     ("empty object", {}),
-    ("key order is by UTF-16 code unit", {"b": 1, "a": 2, "\ufb01": 3, "\U0001f680": 4, "A": 5, "": 6}),
-    ("escapes", {"s": "quote \" backslash \\ newline \n tab \t nul \u0000 unit sep \u001f del \u007f"}),
+    (
+        "key order is by UTF-16 code unit",
+        {"b": 1, "a": 2, "\ufb01": 3, "\U0001f680": 4, "A": 5, "": 6},
+    ),
+    (
+        "escapes",
+        {"s": 'quote " backslash \\ newline \n tab \t nul \u0000 unit sep \u001f del \u007f'},
+    ),
     ("non-ASCII stays UTF-8", {"s": "café 日本 🚀 \u2028"}),
     ("integers", [0, 1, -1, 2**53 - 1, -(2**53 - 1)]),
     ("literals and nesting", {"t": True, "f": False, "n": None, "l": [[], [{}], ""]}),
@@ -46,7 +52,9 @@ def manifest_payload() -> Signed:
         built_at="2026-01-31T12:00:00Z",
         files={
             "catalog.json": FileEntry(hashlib.sha256(catalog).hexdigest(), len(catalog)),
-            f"content/{hashlib.sha256(content).hexdigest()}.md": FileEntry(hashlib.sha256(content).hexdigest(), len(content)),
+            f"content/{hashlib.sha256(content).hexdigest()}.md": FileEntry(
+                hashlib.sha256(content).hexdigest(), len(content)
+            ),
         },
         docs=1,
     )
@@ -56,13 +64,22 @@ def generate(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     key = test_key()
     public = public_key_of(key)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     (out / "test-key.pem").write_bytes(pem)
     (out / "test-key.pub").write_text(f"{public}\n{public.keyid}\n")
-    cases = [{"name": name, "canonical": canonical.dumps(value).decode("utf-8")} for name, value in CANONICAL_CASES]
-    (out / "canonical.json").write_text(json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    cases = [
+        {"name": name, "canonical": canonical.dumps(value).decode("utf-8")}
+        for name, value in CANONICAL_CASES
+    ]
+    (out / "canonical.json").write_text(
+        json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     signed = manifest_payload()
-    (out / "signing-input.hex").write_text(signing_input(MANIFEST_TAG, signed.to_dict()).hex() + "\n")
+    (out / "signing-input.hex").write_text(
+        signing_input(MANIFEST_TAG, signed.to_dict()).hex() + "\n"
+    )
     manifest = Manifest(signed, (sign(key, MANIFEST_TAG, signed.to_dict()),))
     (out / "manifest.json").write_bytes(manifest.to_bytes())
 
