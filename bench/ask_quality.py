@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from handbook import Library
-from handbook.collect import GROUNDED_COVERAGE, GROUNDED_TOP_COVERAGE
+from handbook.ask import GROUNDED_COVERAGE, GROUNDED_TOP_COVERAGE
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -33,7 +33,7 @@ GOAL_MS = 200.0
 
 def queries(lib: Library, per_kind: int, seed: int) -> dict[str, list[str]]:
     rng = random.Random(seed)
-    terms = [t for t in lib._state.search.terms if t.isalpha() and t.isascii()]
+    terms = [t for t in lib.snapshot.retriever.index.terms if t.isalpha() and t.isascii()]
     long_terms = [t for t in terms if 8 <= len(t) <= 14] or terms
     longest = [t for t in terms if 15 <= len(t) <= 20] or terms
     common = [

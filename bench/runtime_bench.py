@@ -121,7 +121,7 @@ from handbook.query import parse
 def search(q, k):
     return lib.search(q, limit=k)
 def core(q, k):
-    index = lib._state.search
+    index = lib.snapshot.retriever.index
     ids, anchors = index.strings("doc_id"), index.strings("entry_anchor")
     out = []
     for hit in index.search(parse(q), k)[1]:
@@ -129,7 +129,7 @@ def core(q, k):
         out.append((f"{doc}#{anchor}" if anchor else doc, hit.score))
     return out
 def docrank(q, k):
-    index = lib._state.search
+    index = lib.snapshot.retriever.index
     scores = index.scores(parse(q))[0]
     best = {}
     for entry, score in scores.items():

@@ -23,7 +23,7 @@ from mkdocs.structure.files import File
 from handbook import canonical, search
 from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
 from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
-from handbook.tools import definitions
+from handbook.tools import context_of, definitions
 
 from .config import Config
 from .lunr_index import Entry, LunrIndex
@@ -75,7 +75,10 @@ def emit(
         TOOLS,
         (
             json.dumps(
-                {"tools": definitions(catalog)}, indent=2, ensure_ascii=False, sort_keys=True
+                {"tools": definitions(context_of([catalog]))},
+                indent=2,
+                ensure_ascii=False,
+                sort_keys=True,
             )
             + "\n"
         ).encode(),

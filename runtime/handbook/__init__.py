@@ -7,6 +7,17 @@ The build side (`handbook_build`) depends on this package, never the reverse.
 
 from __future__ import annotations
 
+from .answers import (
+    Answer,
+    AskAnswer,
+    CollectAnswer,
+    ErrorInfo,
+    GetAnswer,
+    ListAnswer,
+    ResourceAnswer,
+    SearchAnswer,
+    StatusAnswer,
+)
 from .client import RemoteLibrary
 from .errors import (
     BundleError,
@@ -23,25 +34,38 @@ from .errors import (
     UnlistedFileError,
 )
 from .library import Library
+from .served import Served
 from .shelf import Shelf
+from .trust import TrustPolicy
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
+    "AskAnswer",
     "BundleError",
+    "CollectAnswer",
     "DownloadError",
+    "ErrorInfo",
     "ExpiredError",
     "FormatError",
+    "GetAnswer",
     "HandbookError",
     "HashMismatchError",
     "KeyFormatError",
     "Library",
     "LibraryMismatchError",
+    "ListAnswer",
     "MissingFileError",
     "RemoteLibrary",
+    "ResourceAnswer",
     "RollbackError",
+    "SearchAnswer",
+    "Served",
     "Shelf",
     "SignatureError",
+    "StatusAnswer",
+    "TrustPolicy",
     "UnlistedFileError",
     "__version__",
 ]

@@ -35,7 +35,8 @@ from .errors import (
 )
 from .layout import CATALOG, CONTENT_DIR, MANIFEST, is_content
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
-from .signing import PublicKey, trusted_keys, verify
+from .signing import PublicKey
+from .trust import TrustPolicy
 
 _CHUNK = 1 << 20
 
@@ -123,39 +124,32 @@ def open_bundle(
     threshold: int = 1,
     hash_all: bool = True,
     check_expires: bool = True,
+    trust: TrustPolicy | None = None,
 ) -> Bundle:
     """Verify the bundle at `path` and return it; raise a `BundleError` subclass naming
-    the cause otherwise. Trusted keys come from `keys` and $HANDBOOK_TRUSTED_KEYS.
+    the cause otherwise. Whom to trust is `trust`, or else a policy made from `keys`
+    (plus $HANDBOOK_TRUSTED_KEYS), `allow_unsigned` and `threshold`.
 
-    With `allow_unsigned`, an unsigned bundle is accepted, and a signed one is still
-    verified when trusted keys are given. Every file's presence, type and size are always
-    checked, and no unlisted file may exist. With `hash_all` (the default, as for
-    `handbook verify`) every file is hashed now and the catalog checked against the
-    content; otherwise each file is hashed when it is first read (the runtime's fast
-    open: an agent's process should not hash 300 MB to answer one question)."""
+    Every file's presence, type and size are always checked, and no unlisted file may
+    exist. With `hash_all` (the default, as for `handbook verify`) every file is hashed
+    now and the catalog checked against the content; otherwise each file is hashed when
+    it is first read (the runtime's fast open: an agent's process should not hash 300 MB
+    to answer one question)."""
+    if trust is None:
+        trust = TrustPolicy.of(keys, threshold=threshold, allow_unsigned=allow_unsigned)
     root = Path(os.path.realpath(path))
     if not root.is_dir():
         raise MissingFileError(f"{path}: no bundle directory here")
     tree = Tree(root)
     manifest_bytes = _read(tree, MANIFEST, MAX_MANIFEST_BYTES)
     manifest = Manifest.from_bytes(manifest_bytes)
-    signed = manifest.signed
-    trusted = trusted_keys(keys)
-    signed_by: list[str] = []
-    if not (allow_unsigned and (not manifest.signatures or not trusted)):
-        signed_by = verify(
-            manifest.signatures,
-            signed,
-            trusted,
-            threshold=threshold,
-            encoded=manifest.canonical_signed(),
-        )
+    signed_by = trust.check(manifest, path)
     if check_expires:
         check_expiry(manifest)
     _check_tree(tree, manifest, sizes=hash_all)
     bundle = Bundle(tree, manifest, signed_by, manifest_bytes)
     if hash_all:
-        for name, entry in sorted(signed.files.items()):
+        for name, entry in sorted(manifest.signed.files.items()):
             _hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
     return bundle

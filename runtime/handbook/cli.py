@@ -1,8 +1,11 @@
 """The `handbook` command.
 
-Query commands live with the runtime; build commands (`check`, `build`, …) live in
-`handbook_build` and are imported only when invoked, so `handbook --help` and the
-query commands stay fast and work on an install without the build side.
+The query commands (`list`, `get`, `search`, `collect`, `ask`, `resource`) are generated
+from the tool table (`handbook.tools`): one command per tool, its parameters as
+arguments and options, answered through `handbook.dispatch` like every transport, shown
+for people by `handbook.render` or printed exactly with `--json`. Build commands
+(`check`, `build`, …) live in `handbook_build` and are imported only when invoked, so
+`handbook --help` and the query commands stay fast and work without the build side.
 """
 
 from __future__ import annotations
@@ -10,15 +13,18 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from . import __version__, render
+from .dispatch import call, from_text
 from .errors import BundleError, KeyFormatError
+from .served import Served
 from .signing import TRUSTED_KEYS_ENV
+from .tools import TOOLS, Param, Tool
 
 if TYPE_CHECKING:
     from .library import Library
@@ -60,43 +66,199 @@ def main() -> None:
     """Validate, build and serve hand-written knowledge for people and AI agents."""
 
 
-def key_options(command: Callable[..., None]) -> Callable[..., None]:
-    """--key (repeatable) and --allow-unsigned, for every command that reads a bundle."""
-    command = click.option(
-        "--allow-unsigned",
-        is_flag=True,
-        help="Accept a bundle without signatures (hashes are still checked).",
-    )(command)
-    return click.option(
-        "--key",
-        "keys",
-        multiple=True,
-        metavar="ed25519:…",
-        help=f"A trusted public key (repeatable); also read from ${TRUSTED_KEYS_ENV}.",
-    )(command)
+# -- where the knowledge comes from ---------------------------------------------------------
 
 
-def bundle_options(command: Callable[..., None]) -> Callable[..., None]:
-    """--bundle, --key and --allow-unsigned: how a command finds and trusts its bundle."""
-    command = key_options(command)
-    return click.option(
-        "--bundle",
-        "bundle_path",
-        default=DEFAULT_BUNDLE,
-        show_default=True,
-        metavar="DIR",
-        help="The bundle to read (a folder, or the symlink handbook build publishes).",
-    )(command)
+F = TypeVar("F", bound=Callable[..., Any])
+
+KEY_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
+    (
+        ["--key", "keys"],
+        {
+            "multiple": True,
+            "metavar": "ed25519:…",
+            "help": f"A trusted public key (repeatable); also read from ${TRUSTED_KEYS_ENV}.",
+        },
+    ),
+    (
+        ["--allow-unsigned"],
+        {"is_flag": True, "help": "Accept a bundle without signatures (hashes are still checked)."},
+    ),
+]
+SOURCE_OPTIONS = [
+    (
+        ["--bundle", "bundle_paths"],
+        {
+            "multiple": True,
+            "metavar": "DIR|URL",
+            "help": "A bundle to read: a folder, the symlink `handbook build` publishes, or the URL of "
+            "a published bundle. Repeat it to serve several libraries at once. "
+            f"[default: {DEFAULT_BUNDLE}]",
+        },
+    ),
+    *KEY_OPTIONS,
+]
+"""Where the knowledge comes from and whom to trust, for every command that reads it."""
 
 
-json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print exactly the handler's answer as JSON."
+def _options(specs: list[tuple[list[str], dict[str, Any]]]) -> Callable[[F], F]:
+    def decorate(command: F) -> F:
+        for decls, attrs in reversed(specs):
+            command = click.option(*decls, **attrs)(command)
+        return command
+
+    return decorate
+
+
+key_options = _options(KEY_OPTIONS)
+bundle_options = _options(SOURCE_OPTIONS)
+
+
+def open_served(paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool) -> Served:
+    """The library at each path (a `Shelf` when there are several), or exit: 2 for a
+    malformed key, 1 naming the cause for a refused bundle."""
+    return _open(paths, keys, allow_unsigned)[0]
+
+
+def _open(
+    paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool
+) -> tuple[Served, dict[str, Library]]:
+    from .library import Library
+    from .shelf import Shelf
+
+    libraries: dict[str, Library] = {}
+    for path in paths or [DEFAULT_BUNDLE]:
+        try:
+            libraries[path] = Library.open(path, keys, allow_unsigned=allow_unsigned)
+        except KeyFormatError as exc:
+            raise click.UsageError(f"--key: {exc}") from None
+        except BundleError as exc:
+            click.echo(f"refused: {path}: {exc}" if len(paths) > 1 else f"refused: {exc}", err=True)
+            sys.exit(1)
+    if len(libraries) == 1:
+        return next(iter(libraries.values())), dict(libraries)
+    try:
+        return Shelf(libraries.values()), dict(libraries)
+    except ValueError as exc:
+        raise click.UsageError(f"--bundle: {exc}") from None
+
+
+# -- the query commands, from the tool table -------------------------------------------------
+
+FILTER_OPTION = click.Option(
+    ["--filter", "-f", "filters"],
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Only docs whose frontmatter FIELD is VALUE (repeatable; list fields by membership).",
 )
+EXTRA_OPTIONS: dict[str, list[click.Parameter]] = {
+    "resource": [
+        click.Option(
+            ["-o", "--output"],
+            type=click.Path(dir_okay=False, writable=True),
+            help="Write the verified bytes to this file.",
+        )
+    ]
+}
+"""Presentation options of one command (where to write), beside the tool's parameters."""
+
+
+def _click_param(param: Param) -> click.Parameter:
+    kinds = param.schema.get("type")
+    if param.positional:
+        return click.Argument([param.name], metavar=param.name.upper().replace("DOC_ID", "ID"))
+    flags = list(param.flags or (f"--{param.name.replace('_', '-')}",))
+    many = kinds == "array"
+    metavar = (
+        "ID=REVISION" if param.name == "revisions" else ("ID" if param.name == "ids" else None)
+    )
+    value_type: Any = click.INT if kinds == "integer" else click.STRING
+    return click.Option(
+        [*flags, param.name],
+        type=value_type,
+        multiple=many,
+        metavar=metavar,
+        help=param.description,
+    )
+
+
+def tool_command(tool: Tool) -> click.Command:
+    """The command for one tool."""
+    params: list[click.Parameter] = [_click_param(p) for p in tool.params]
+    if tool.filters:
+        params.append(FILTER_OPTION)
+    params += EXTRA_OPTIONS.get(tool.verb, [])
+
+    def run(
+        bundle_paths: tuple[str, ...],
+        keys: tuple[str, ...],
+        allow_unsigned: bool,
+        as_json: bool,
+        **given: Any,
+    ) -> None:
+        options = {
+            name: given.pop(name)
+            for name in [o.name for o in EXTRA_OPTIONS.get(tool.verb, [])]
+            if name
+        }
+        arguments = _arguments(tool, given)
+        answer = call(open_served(bundle_paths, keys, allow_unsigned), tool.name, arguments)
+        if as_json:
+            click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+        else:
+            render.show(tool.verb, answer, options)
+        if render.failed(tool.verb, answer):
+            sys.exit(1)
+
+    params += [click.Option(decls, **attrs) for decls, attrs in SOURCE_OPTIONS]
+    params.append(
+        click.Option(
+            ["--json", "as_json"], is_flag=True, help="Print exactly the tool's answer as JSON."
+        )
+    )
+    return click.Command(tool.verb, params=params, callback=run, help=tool.summary)
+
+
+def _arguments(tool: Tool, given: dict[str, Any]) -> dict[str, Any]:
+    """The tool's JSON arguments from parsed command-line values."""
+    pairs: list[tuple[str, str]] = []
+    arguments: dict[str, Any] = {}
+    for name, value in given.items():
+        if name == "filters":
+            for item in value:
+                field, sep, wanted = item.partition("=")
+                if not sep or not field.strip():
+                    raise click.BadParameter(f"{item!r} is not FIELD=VALUE", param_hint="--filter")
+                arguments[field.strip()] = wanted.strip()
+        elif isinstance(value, tuple):
+            if name == "revisions" and any("=" not in v for v in value):
+                bad = next(v for v in value if "=" not in v)
+                raise click.BadParameter(f"{bad!r} is not ID=REVISION", param_hint="--revision")
+            pairs += [(name, v) for v in value]
+        elif value is not None:
+            arguments[name] = value
+    converted, _ = from_text(tool, pairs)  # list parameters only: they may repeat
+    return {**arguments, **converted}
+
+
+for _tool in TOOLS:
+    main.add_command(tool_command(_tool))
+
+
+# -- the other commands ---------------------------------------------------------------------
 
 
 @main.command()
 @click.argument("path", required=False, metavar="[PATH]")
-@bundle_options
+@click.option(
+    "--bundle",
+    "bundle_path",
+    default=DEFAULT_BUNDLE,
+    show_default=True,
+    metavar="DIR",
+    help="The bundle to verify when PATH is not given.",
+)
+@key_options
 @click.option(
     "--threshold",
     type=click.IntRange(1),
@@ -127,223 +289,6 @@ def verify(
     click.echo("ok")
 
 
-@main.command(name="list")
-@click.option(
-    "--query",
-    "-q",
-    help="Free text ranked by relevance (ids, keywords, aliases, model numbers hit too).",
-)
-@click.option(
-    "--filter",
-    "-f",
-    "filters",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="Only docs whose frontmatter FIELD is VALUE (repeatable; list fields by membership).",
-)
-@click.option("--limit", "-n", type=int, default=20, show_default=True, help="Most docs to show.")
-@bundle_options
-@json_option
-def list_docs(
-    query: str | None,
-    filters: tuple[str, ...],
-    limit: int,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """List the library's docs, optionally filtered and ranked by a query."""
-    parsed = _pairs(filters, "--filter")
-    answer = _library(bundle_path, keys, allow_unsigned).list(query=query, limit=limit, **parsed)
-    _print(answer, as_json, render.doc_list)
-
-
-@main.command()
-@click.argument("doc_id", metavar="ID")
-@click.option("--section", "-s", help="One section, by its title or anchor.")
-@click.option(
-    "--offset", type=click.IntRange(0), default=0, help="Continue a long doc from a next_offset."
-)
-@click.option("--revision", help="Show the doc only if it is still at this exact revision.")
-@bundle_options
-@json_option
-def get(
-    doc_id: str,
-    section: str | None,
-    offset: int,
-    revision: str | None,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """Show one doc (or one section of it) as rendered markdown with its metadata."""
-    answer = _library(bundle_path, keys, allow_unsigned).get(
-        doc_id, section=section, offset=offset, revision=revision
-    )
-    _print(answer, as_json, render.doc)
-
-
-@main.command()
-@click.argument("query")
-@click.option("--limit", "-n", type=int, default=10, show_default=True, help="Most hits to show.")
-@bundle_options
-@json_option
-def search(
-    query: str,
-    limit: int,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """Search every section's text (lunr query syntax: +must -not word~1 pre*)."""
-    answer = _library(bundle_path, keys, allow_unsigned).search(query, limit=limit)
-    _print(answer, as_json, render.hits)
-
-
-@main.command()
-@click.option("--query", "-q", help="Select and rank docs by this query.")
-@click.option(
-    "--id",
-    "ids",
-    multiple=True,
-    metavar="ID",
-    help="A doc id or library:id to read (repeatable; kept in this order).",
-)
-@click.option(
-    "--revision",
-    "revisions",
-    multiple=True,
-    metavar="ID=REVISION",
-    help="Insist on this exact revision of a doc (repeatable).",
-)
-@click.option(
-    "--filter",
-    "-f",
-    "filters",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="Only docs whose FIELD is VALUE (repeatable).",
-)
-@click.option("--limit", "-n", type=int, default=10, show_default=True, help="Most docs to return.")
-@click.option(
-    "--max-bytes",
-    type=int,
-    default=32_000,
-    show_default=True,
-    help="Budget for the returned content, in UTF-8 bytes.",
-)
-@bundle_options
-@json_option
-def collect(
-    query: str | None,
-    ids: tuple[str, ...],
-    revisions: tuple[str, ...],
-    filters: tuple[str, ...],
-    limit: int,
-    max_bytes: int,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """Read several docs at once within a byte budget; every doc left out is listed
-    with the reason."""
-    answer = _library(bundle_path, keys, allow_unsigned).collect(
-        query=query,
-        ids=list(ids) or None,
-        revisions=_pairs(revisions, "--revision") or None,
-        limit=limit,
-        max_bytes=max_bytes,
-        **_pairs(filters, "--filter"),
-    )
-    _print(answer, as_json, render.collected)
-
-
-@main.command()
-@click.argument("doc_id", metavar="ID")
-@click.argument("path")
-@click.option("--revision", help="Only while the doc is at this exact revision.")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, writable=True),
-    help="Write the verified bytes to this file.",
-)
-@bundle_options
-@json_option
-def resource(
-    doc_id: str,
-    path: str,
-    revision: str | None,
-    output: str | None,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """Print (or write with -o) a file attached to a folder doc, as verified bytes."""
-    import base64
-
-    answer = _library(bundle_path, keys, allow_unsigned).resource(doc_id, path, revision=revision)
-    if as_json or not answer.get("found"):
-        _print(answer, as_json, lambda a: render.doc(a))
-        return
-    data = (
-        answer["content"].encode("utf-8")
-        if "content" in answer
-        else base64.b64decode(answer["content_base64"])
-    )
-    if output:
-        Path(output).write_bytes(data)
-        click.echo(
-            f"wrote {answer['path']} ({answer['bytes']:,} bytes, sha256 {answer['sha256'][:16]}…) to {output}",
-            err=True,
-        )
-    elif "content" in answer:
-        click.echo(answer["content"], nl=False)
-    else:
-        raise click.UsageError(
-            f"{answer['path']} is binary ({answer['media_type']}); write it with -o FILE"
-        )
-
-
-@main.command()
-@click.argument("question")
-@click.option(
-    "--limit", "-n", type=int, default=3, show_default=True, help="Most passages to quote."
-)
-@bundle_options
-@json_option
-def ask(
-    question: str,
-    limit: int,
-    bundle_path: str,
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-    as_json: bool,
-) -> None:
-    """Answer a question by quoting the library (grounded), or say it cannot
-    (insufficient). Never generated text."""
-    answer = _library(bundle_path, keys, allow_unsigned).ask(question, limit=limit)
-    _print(answer, as_json, render.answer)
-    if answer.get("evidence_state") != "grounded":
-        sys.exit(1)
-
-
-def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
-    form = "FIELD=VALUE" if option == "--filter" else "ID=REVISION"
-    parsed = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{item!r} is not {form}", param_hint=option)
-        parsed[name.strip()] = value.strip()
-    return parsed
-
-
 @main.command()
 @click.option(
     "--format",
@@ -351,18 +296,20 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
     type=click.Choice(["mcp", "openai", "anthropic", "yaml"]),
     default="mcp",
     show_default=True,
-    help="mcp: tools.json as is; openai: Chat Completions function tools (strict); anthropic: Messages API tools; yaml: the MCP shape as YAML.",
+    help="mcp: the tools.json shape; openai: Chat Completions function tools (strict); "
+    "anthropic: Messages API tools; yaml: the MCP shape as YAML.",
 )
 @bundle_options
-def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
-    """Print the library's agent tool definitions, from its verified tools.json, in
-    the shape each ecosystem expects."""
-    from .layout import TOOLS
-    from .tools import convert
+def tools(
+    fmt: str, bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bool
+) -> None:
+    """Print the agent tool definitions for the libraries, in the shape each ecosystem
+    expects (the same definitions MCP and HTTP serve)."""
+    from .tool_formats import convert
+    from .tools import definitions
 
-    library = _library(bundle_path, keys, allow_unsigned)
-    definitions = json.loads(library.bundle.read(TOOLS))["tools"]
-    out = convert(definitions, fmt)
+    served = open_served(bundle_paths, keys, allow_unsigned)
+    out = convert(definitions(served.tool_context()), fmt)
     click.echo(
         out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False)
     )
@@ -400,7 +347,7 @@ def tools(fmt: str, bundle_path: str, keys: tuple[str, ...], allow_unsigned: boo
     type=click.FloatRange(0.1),
     default=2.0,
     show_default=True,
-    help="Seconds between checks for a newly published bundle.",
+    help="Seconds between checks for a newly published bundle (a remote one: 60 at least).",
 )
 @click.option(
     "--allow-host",
@@ -417,17 +364,19 @@ def serve(
     token: str | None,
     reload_interval: float,
     allowed_hosts: tuple[str, ...],
-    bundle_path: str,
+    bundle_paths: tuple[str, ...],
     keys: tuple[str, ...],
     allow_unsigned: bool,
 ) -> None:
     """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
 
-    A newly published bundle at --bundle is verified and swapped in without dropping
-    requests; one that fails verification is refused and the old one keeps serving."""
-    from .http import serve as run
+    Several --bundle options serve several libraries at once (refs are qualified as
+    library:id; each bundle is under /bundle/<library>/; the site is the first one's).
+    A newly published bundle is verified and swapped in without dropping requests; one
+    that fails verification is refused and the old one keeps serving. Ctrl-C stops."""
+    from .server import serve as run
 
-    library = _library(bundle_path, keys, allow_unsigned)
+    served, watched = _open(bundle_paths, keys, allow_unsigned)
     site = Path(site_dir) if Path(site_dir).is_dir() else None
     if site is None:
         click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
@@ -437,8 +386,8 @@ def serve(
             err=True,
         )
     run(
-        library,
-        bundle_path,
+        served,
+        watched,
         host=host,
         port=port,
         site=site,
@@ -451,34 +400,11 @@ def serve(
 
 @main.command()
 @bundle_options
-def mcp(bundle_path: str, keys: tuple[str, ...], allow_unsigned: bool) -> None:
-    """Serve the library over MCP on stdin/stdout, for agent hosts that start it.
+def mcp(bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bool) -> None:
+    """Serve the libraries over MCP on stdin/stdout, for agent hosts that start it.
 
-    Tools knowledge_list, knowledge_get and knowledge_search, and each doc as a resource
-    handbook://<library>/<id>. Messages about the bundle go to stderr; stdout is the
-    protocol stream."""
+    Every tool of `handbook tools`, and each doc as a resource handbook://<library>/<id>.
+    Messages about the bundle go to stderr; stdout is the protocol stream."""
     from .mcp import run_stdio
 
-    run_stdio(_library(bundle_path, keys, allow_unsigned))
-
-
-def _library(path: str, keys: tuple[str, ...], allow_unsigned: bool) -> Library:
-    from .library import Library
-
-    try:
-        return Library.open(path, keys, allow_unsigned=allow_unsigned)
-    except KeyFormatError as exc:
-        raise click.UsageError(f"--key: {exc}") from None
-    except BundleError as exc:
-        click.echo(f"refused: {exc}", err=True)
-        sys.exit(1)
-
-
-def _print(answer: dict[str, Any], as_json: bool, show: Callable[[dict[str, Any]], None]) -> None:
-    """The answer as JSON or for people; exit 1 when it is an error or a miss."""
-    if as_json:
-        click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
-    else:
-        show(answer)
-    if answer.get("error") or answer.get("found") is False:
-        sys.exit(1)
+    run_stdio(open_served(bundle_paths, keys, allow_unsigned))

@@ -1,9 +1,10 @@
-"""`RemoteLibrary`: the same calls as `Library`, answered by a `handbook serve` elsewhere.
+"""`RemoteLibrary`: the same tools as `Library`, answered by a `handbook serve` elsewhere.
 
 For an application whose knowledge lives in another process or on another machine.
-The methods have `Library`'s signatures and return its dicts. When the server cannot
-be reached, is too slow or answers with something that is not the API's JSON, nothing
-raises: `ask` answers ``evidence_state: unavailable`` and the other calls an
+Every tool is one POST of its arguments to ``/api/v1/<verb>`` and returns the server's
+dict, so a `RemoteLibrary` can itself be served by any transport. When the server
+cannot be reached, is too slow or answers with something that is not the API's JSON,
+nothing raises: `ask` answers ``evidence_state: unavailable`` and the other tools an
 ``{"error": {"code": "unavailable", …}}`` dict, so the application's other functions
 keep working (degraded mode) and recover by themselves when the server is back.
 """
@@ -13,7 +14,19 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
+
+from .answers import (
+    AskAnswer,
+    CollectAnswer,
+    GetAnswer,
+    ListAnswer,
+    ResourceAnswer,
+    SearchAnswer,
+    StatusAnswer,
+)
+from .bundle import Bundle
+from .tools import BY_NAME, ToolContext
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -28,12 +41,49 @@ class RemoteLibrary:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"{url!r} is not an http(s) URL of a `handbook serve`")
         self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
+        self._context: ToolContext | None = None
 
-    def status(self) -> dict[str, Any]:
-        return self._call("status", {})
+    def tool_context(self) -> ToolContext:
+        """What the server's tools say about its libraries (asked once; a placeholder
+        while the server cannot be reached)."""
+        if self._context is None:
+            index = self._request("GET", "/api/v1/", None)
+            context = index.get("context")
+            if not isinstance(context, dict):
+                return ToolContext(self.url, (), 0, (), {}, ())
+            try:
+                filters = {
+                    k: tuple(v) if v is not None else None for k, v in context["filters"].items()
+                }
+                self._context = ToolContext(
+                    str(context["title"]),
+                    tuple(context["libraries"]),
+                    int(context["docs"]),
+                    tuple(context["kinds"]),
+                    filters,
+                    tuple(context["languages"]),
+                )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                return ToolContext(self.url, (), 0, (), {}, ())
+        return self._context
 
-    def list(self, query: str | None = None, limit: int = 20, **filters: Any) -> dict[str, Any]:
-        return self._call("list", {"query": query, "limit": limit, **filters})
+    def bundles(self) -> dict[str, Bundle]:
+        return {}  # the server publishes its own bundles
+
+    def status(self) -> StatusAnswer:
+        return cast(StatusAnswer, self._request("GET", "/api/v1/status", None))
+
+    def list(
+        self,
+        query: str | None = None,
+        limit: int = 20,
+        *,
+        offset: int = 0,
+        lang: str | None = None,
+        **filters: Any,
+    ) -> ListAnswer:
+        args = {"query": query, "limit": limit, "offset": offset or None, "lang": lang, **filters}
+        return cast(ListAnswer, self.call("knowledge_list", args))
 
     def get(
         self,
@@ -42,23 +92,21 @@ class RemoteLibrary:
         offset: int = 0,
         revision: str | None = None,
         lang: str | None = None,
-    ) -> dict[str, Any]:
-        return self._call(
-            "get",
-            {
-                "id": doc_id,
-                "section": section,
-                "offset": offset or None,
-                "revision": revision,
-                "lang": lang,
-            },
+    ) -> GetAnswer:
+        args = {
+            "doc_id": doc_id,
+            "section": section,
+            "offset": offset or None,
+            "revision": revision,
+            "lang": lang,
+        }
+        return cast(GetAnswer, self.call("knowledge_get", args))
+
+    def search(self, query: str, limit: int = 10, lang: str | None = None) -> SearchAnswer:
+        return cast(
+            SearchAnswer,
+            self.call("knowledge_search", {"query": query, "limit": limit, "lang": lang}),
         )
-
-    def search(self, query: str, limit: int = 10, lang: str | None = None) -> dict[str, Any]:
-        return self._call("search", {"query": query, "limit": limit, "lang": lang})
-
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> dict[str, Any]:
-        return self._call("resource", {"id": doc_id, "path": path, "revision": revision})
 
     def collect(
         self,
@@ -67,28 +115,35 @@ class RemoteLibrary:
         revisions: Mapping[str, str] | None = None,
         limit: int = 10,
         max_bytes: int = 32_000,
+        *,
+        lang: str | None = None,
         **filters: Any,
-    ) -> dict[str, Any]:
-        params: dict[str, Any] = {"query": query, "limit": limit, "max_bytes": max_bytes, **filters}
-        if ids is not None:
-            params["ids"] = ",".join(str(i) for i in ids)
-        if revisions:
-            params["revisions"] = ",".join(f"{k}={v}" for k, v in revisions.items())
-        answer = self._call("collect", params)
+    ) -> CollectAnswer:
+        pairs = [{"id": k, "revision": v} for k, v in revisions.items()] if revisions else None
+        args = {
+            "query": query,
+            "ids": list(ids) if ids is not None else None,
+            "revisions": pairs,
+            "limit": limit,
+            "max_bytes": max_bytes,
+            "lang": lang,
+            **filters,
+        }
+        answer = cast(CollectAnswer, self.call("knowledge_collect", args))
         if "items" not in answer:
             answer.setdefault("items", [])
             answer.setdefault("omissions", [])
             answer.setdefault("no_match", True)
         return answer
 
-    def ask(
-        self, question: str, limit: int = 3, correlation_id: str | None = None
-    ) -> dict[str, Any]:
-        answer = self._call("ask", {"question": question, "limit": limit})
+    def ask(self, question: str, limit: int = 3, correlation_id: str | None = None) -> AskAnswer:
+        args = {"question": question, "limit": limit, "correlation_id": correlation_id}
+        answer = cast(AskAnswer, self.call("knowledge_ask", args))
         if "evidence_state" not in answer:  # the server could not be asked: say so, invent nothing
-            error = answer.get("error", {})
+            error = answer.get("error") or {"code": "unavailable", "message": "no answer"}
             return {
-                "answer": f"The knowledge service at {self.url} is unavailable ({error.get('message', 'no answer')}); no answer is given.",
+                "answer": f"The knowledge service at {self.url} is unavailable ({error.get('message')}); "
+                "no answer is given.",
                 "evidence_state": "unavailable",
                 "sources": [],
                 "library": None,
@@ -96,39 +151,47 @@ class RemoteLibrary:
                 "correlation_id": correlation_id or uuid.uuid4().hex,
                 "error": error,
             }
-        if correlation_id:
-            answer["correlation_id"] = correlation_id
         return answer
 
-    def _call(self, endpoint: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """GET /api/v1/<endpoint>; the API's dict (whatever its HTTP status), or an
-        `unavailable` error dict."""
+    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
+        args = {"doc_id": doc_id, "path": path, "revision": revision}
+        return cast(ResourceAnswer, self.call("knowledge_resource", args))
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Tool `name` on the server: its dict (whatever the HTTP status), or an
+        `unavailable` error dict. Null arguments are left out."""
+        tool = BY_NAME.get(name)
+        route = f"/api/v1/{tool.verb if tool else name}"
+        return self._request("POST", route, {k: v for k, v in arguments.items() if v is not None})
+
+    def _request(self, method: str, route: str, body: Mapping[str, Any] | None) -> dict[str, Any]:
         import urllib.error
-        import urllib.parse
         import urllib.request
 
-        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode()
+            headers["Content-Type"] = "application/json"
         request = urllib.request.Request(
-            f"{self.url}/api/v1/{endpoint}" + (f"?{query}" if query else ""),
-            headers={
-                "Accept": "application/json",
-                **({"Authorization": f"Bearer {self.token}"} if self.token else {}),
-            },
+            self.url + route, data=data, headers=headers, method=method
         )
         try:
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    body = response.read(MAX_ANSWER_BYTES + 1)
+                    raw = response.read(MAX_ANSWER_BYTES + 1)
             except urllib.error.HTTPError as exc:  # 400 and 404 carry the handler's dict too
                 with exc:
-                    body = exc.read(MAX_ANSWER_BYTES + 1)
+                    raw = exc.read(MAX_ANSWER_BYTES + 1)
                 if exc.code in (401, 403):
                     return _unavailable(
                         f"the server refused the request ({exc.code}); check the token"
                     )
-            if len(body) > MAX_ANSWER_BYTES:
+            if len(raw) > MAX_ANSWER_BYTES:
                 return _unavailable("the answer was larger than any API answer can be")
-            answer = json.loads(body)
+            answer = json.loads(raw)
         except (OSError, ValueError) as exc:  # refused, reset, timed out, not JSON
             return _unavailable(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
         if not isinstance(answer, dict):

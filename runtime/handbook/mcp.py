@@ -1,17 +1,14 @@
-"""MCP for the library, with the official SDK's low-level server (explicit schemas):
-`handbook mcp` over stdio, and the ``/mcp`` endpoint of `handbook serve` over
+"""MCP for the served libraries, with the official SDK's low-level server (explicit
+schemas): `handbook mcp` over stdio, and the ``/mcp`` endpoint of `handbook serve` over
 streamable HTTP.
 
-- Tools ``knowledge_list``, ``knowledge_get``, ``knowledge_search`` with the JSON
-  Schemas of the bundle's ``tools.json`` (read from the bundle being served, so a
-  reload brings new definitions), read-only annotations, and structured results: the
-  handler's dict as ``structuredContent`` and as JSON text for hosts that read text.
-- Each doc as a resource ``handbook://<library>/<id>`` (markdown), and the template.
-
-Arguments are checked against the input schema, with one leniency real clients need:
-a nullable argument may be left out (strict-mode schemas list every property as
-required). A handler's own refusal (a bad query, a wrong argument) is a tool result
-with ``isError``; a doc that is not there is an ordinary answer with suggestions.
+- Every tool of the table (`handbook.tools`), with its input and output schemas and
+  annotations, called through `handbook.dispatch`; structured results: the handler's
+  dict as ``structuredContent`` and as JSON text for hosts that read text. A handler's
+  own refusal (a bad query, a wrong argument) is a tool result with ``isError``; an
+  unknown tool is a protocol error carrying the same structured error as ``data``.
+- Each doc as a resource ``handbook://<library>/<id>`` (markdown), its attached files
+  as ``handbook://<library>/<id>/<path>``, listed in pages.
 """
 
 from __future__ import annotations
@@ -22,128 +19,73 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
-import jsonschema
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
-from .layout import TOOLS
-from .library import Library
+from .dispatch import call, refused
+from .served import Served
+from .tools import definitions
 
 SCHEME = "handbook://"
 RESOURCE_NOT_FOUND = -32002
 """The MCP specification's error code for an unknown resource."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+PAGE = 100
+MAX_PIECES = 1000
+"""A doc read as a resource is fetched in at most this many answers (a bound, not a size)."""
 
 
-def _tools(library: Library) -> list[dict[str, Any]]:
-    definitions: list[dict[str, Any]] = json.loads(library.bundle.read(TOOLS))["tools"]
-    return definitions
-
-
-def _call(library: Library, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The handler behind a tool; null arguments mean "not given"."""
-    given = {k: v for k, v in arguments.items() if v is not None}
-    if name == "knowledge_list":
-        return library.list(**given)
-    if name == "knowledge_get":
-        return library.get(**given)
-    if name == "knowledge_collect":
-        if (
-            "revisions" in given
-        ):  # a list of {id, revision} in the schema (strict mode has no free maps)
-            given["revisions"] = {r["id"]: r["revision"] for r in given["revisions"]}
-        return library.collect(**given)
-    if name == "knowledge_ask":
-        return library.ask(**given)
-    return library.search(**given)
-
-
-def _check(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
-    """Why `arguments` do not fit `schema` (missing nullable properties count as null)."""
-    filled = dict(arguments)
-    for prop, spec in schema.get("properties", {}).items():
-        kinds = spec.get("type")
-        if prop not in filled and isinstance(kinds, list) and "null" in kinds:
-            filled[prop] = None
-    try:
-        jsonschema.validate(filled, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path)
-        return f"{where + ': ' if where else ''}{exc.message}"
-    return None
-
-
-def build_server(library: Library) -> Server[Any]:
-    """The MCP server for `library` (any transport)."""
+def build_server(served: Served) -> Server[Any]:
+    """The MCP server for `served` (any transport)."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=t["name"],
-                    title=t.get("title"),
-                    description=t["description"],
-                    input_schema=t["inputSchema"],
-                    output_schema=t["outputSchema"],
-                    annotations=types.ToolAnnotations(
-                        read_only_hint=t["annotations"]["readOnlyHint"],
-                        destructive_hint=t["annotations"]["destructiveHint"],
-                        idempotent_hint=t["annotations"]["idempotentHint"],
-                        open_world_hint=t["annotations"]["openWorldHint"],
-                    ),
-                )
-                for t in _tools(library)
-            ]
-        )
+        tools = await anyio.to_thread.run_sync(lambda: definitions(served.tool_context()))
+        return types.ListToolsResult(tools=[_tool(t) for t in tools])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        tool = next((t for t in _tools(library) if t["name"] == params.name), None)
-        if tool is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"unknown tool {params.name!r}; the tools are knowledge_list, knowledge_get, knowledge_search",
-            )
         arguments = dict(params.arguments or {})
-        problem = _check(arguments, tool["inputSchema"])
-        if problem:
-            return _failed(f"{params.name}: {problem}")
-        answer = await anyio.to_thread.run_sync(lambda: _call(library, params.name, arguments))
+        answer = await anyio.to_thread.run_sync(lambda: call(served, params.name, arguments))
+        error = answer.get("error")
+        if isinstance(error, dict) and error.get("code") == "unknown_tool":
+            raise MCPError(code=types.INVALID_PARAMS, message=error["message"], data=answer)
+        failed = refused(answer)  # the handler's own structured refusal
         text = types.TextContent(text=json.dumps(answer, ensure_ascii=False))
-        refused = isinstance(answer.get("error"), dict)  # the handler's own structured refusal
         return types.CallToolResult(
-            content=[text], structured_content=None if refused else answer, is_error=refused
+            content=[text], structured_content=None if failed else answer, is_error=failed
         )
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        bundle = library.bundle
-        name = bundle.manifest.signed.library
+        start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
+        answer = await anyio.to_thread.run_sync(lambda: served.list(limit=PAGE, offset=start))
+        single = _single(served)
+        resources = [
+            types.Resource(
+                uri=f"{SCHEME}{d.get('library', single)}/{d['id']}",
+                name=d.get("ref", d["id"]),
+                title=d.get("title"),
+                description=d.get("summary"),
+                mime_type="text/markdown",
+            )
+            for d in answer.get("docs", [])
+        ]
+        following = answer.get("next_offset")
         return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=f"{SCHEME}{name}/{doc.id}",
-                    name=doc.id,
-                    title=doc.title,
-                    description=doc.summary,
-                    mime_type="text/markdown",
-                    size=doc.bytes,
-                )
-                for doc in bundle.catalog.docs
-            ]
+            resources=resources, next_cursor=str(following) if following else None
         )
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        name = library.bundle.manifest.signed.library
+        names = served.tool_context().libraries
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -151,7 +93,8 @@ def build_server(library: Library) -> Server[Any]:
                     name=f"{name}-doc",
                     description=f"One doc of the {name} library as markdown, by id",
                     mime_type="text/markdown",
-                ),
+                )
+                for name in names
             ]
         )
 
@@ -159,47 +102,22 @@ def build_server(library: Library) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        bundle = library.bundle
-        prefix = f"{SCHEME}{bundle.manifest.signed.library}/"
-        doc_id, _, attached = (uri[len(prefix) :] if uri.startswith(prefix) else "").partition("/")
-        doc = library.doc(doc_id) if doc_id else None
-        if doc is not None and attached:  # handbook://<library>/<id>/<path of an attached file>
-            answer = library.resource(doc.id, attached)
-            if answer.get("found"):
-                if "content" in answer:
-                    return types.ReadResourceResult(
-                        contents=[
-                            types.TextResourceContents(
-                                uri=uri, text=answer["content"], mime_type=answer["media_type"]
-                            )
-                        ]
-                    )
-                return types.ReadResourceResult(
-                    contents=[
-                        types.BlobResourceContents(
-                            uri=uri, blob=answer["content_base64"], mime_type=answer["media_type"]
-                        )
-                    ]
-                )
-            doc = None
-        if doc is None:
-            raise MCPError(
-                code=RESOURCE_NOT_FOUND,
-                message=f"no resource {uri}; resources are {prefix}<doc id>[/<attached file>]",
-                data={"uri": uri},
+        found = await anyio.to_thread.run_sync(lambda: _read(served, uri))
+        if found is None:
+            message = (
+                f"no resource {uri}; resources are {SCHEME}<library>/<doc id>[/<attached file>]"
             )
-        text = bundle.read(doc.content).decode("utf-8")
-        return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")]
-        )
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=message, data={"uri": uri})
+        return types.ReadResourceResult(contents=[found])
 
-    signed = library.bundle.manifest.signed
+    names = list(served.bundles()) or list(served.tool_context().libraries)
     return Server(
         "handbook",
         version=__version__,
         instructions=(
-            f"Read-only knowledge: the {signed.library} library, version {signed.version}. Call knowledge_list or "
-            "knowledge_search to find a doc, then knowledge_get to read it (or one section of it)."
+            f"Read-only knowledge from the libraries {', '.join(names)}. Call "
+            "knowledge_list or knowledge_search to find a doc, then knowledge_get to read it "
+            "(or one section of it)."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -209,17 +127,67 @@ def build_server(library: Library) -> Server[Any]:
     )
 
 
-def _failed(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+def _tool(t: dict[str, Any]) -> types.Tool:
+    hints = t["annotations"]
+    return types.Tool(
+        name=t["name"],
+        title=t.get("title"),
+        description=t["description"],
+        input_schema=t["inputSchema"],
+        output_schema=t["outputSchema"],
+        annotations=types.ToolAnnotations(
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints["destructiveHint"],
+            idempotent_hint=hints["idempotentHint"],
+            open_world_hint=hints["openWorldHint"],
+        ),
+    )
 
 
-def run_stdio(library: Library) -> None:
+def _single(served: Served) -> str:
+    names = served.tool_context().libraries
+    return names[0] if names else ""
+
+
+def _read(
+    served: Served, uri: str
+) -> types.TextResourceContents | types.BlobResourceContents | None:
+    """A doc (all of it, read page by page) or an attached file, by its resource URI."""
+    if not uri.startswith(SCHEME):
+        return None
+    library, _, rest = uri[len(SCHEME) :].partition("/")
+    doc_id, _, attached = rest.partition("/")
+    if not library or not doc_id:
+        return None
+    ref = f"{library}:{doc_id}"
+    if attached:
+        got = served.resource(ref, attached)
+        if not got.get("found"):
+            return None
+        media = got.get("media_type")
+        if "content" in got:
+            return types.TextResourceContents(uri=uri, text=got["content"], mime_type=media)
+        return types.BlobResourceContents(
+            uri=uri, blob=got.get("content_base64", ""), mime_type=media
+        )
+    pieces: list[str] = []
+    offset: int | None = 0
+    while offset is not None and len(pieces) < MAX_PIECES:
+        answer = served.get(ref, offset=offset)
+        if not answer.get("found"):
+            return None
+        pieces.append(answer.get("content", ""))
+        offset = answer.get("next_offset")
+    return types.TextResourceContents(uri=uri, text="".join(pieces), mime_type="text/markdown")
+
+
+def run_stdio(served: Served) -> None:
     """Serve MCP on stdin/stdout until the client closes it. Nothing else may write to
     stdout: it is the protocol stream."""
     from mcp.server.stdio import stdio_server
 
     async def main() -> None:
-        server = build_server(library)
+        server = build_server(served)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
@@ -227,7 +195,7 @@ def run_stdio(library: Library) -> None:
 
 
 def http_app(
-    library: Library, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
+    served: Served, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
 ) -> tuple[ASGIApp, Callable[[], Any]]:
     """(the streamable-HTTP endpoint, a factory of the lifespan it needs). Requests must
     come with a Host of the server and, from browsers, an Origin of the same hosts: the
@@ -236,17 +204,13 @@ def http_app(
         StreamableHTTPASGIApp,
         StreamableHTTPSessionManager,
     )
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    hosts = list(
-        dict.fromkeys(
-            [
-                *LOOPBACK_HOSTS,
-                *([f"[{host}]" if ":" in host else host] if host not in ("0.0.0.0", "::") else []),
-                *allowed_hosts,
-            ]
-        )
+    from mcp.server.transport_security import (
+        TransportSecurityMiddleware,
+        TransportSecuritySettings,
     )
+
+    named = [] if host in ("0.0.0.0", "::") else [f"[{host}]" if ":" in host else host]
+    hosts = list(dict.fromkeys([*LOOPBACK_HOSTS, *named, *allowed_hosts]))
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[f"{h}:*" for h in hosts] + hosts,
@@ -258,7 +222,7 @@ def http_app(
         ],
     )
     manager = StreamableHTTPSessionManager(
-        app=build_server(library), stateless=True, json_response=True, security_settings=security
+        app=build_server(served), stateless=True, json_response=True, security_settings=security
     )
 
     @contextlib.asynccontextmanager
@@ -266,4 +230,32 @@ def http_app(
         async with manager.run():
             yield
 
-    return StreamableHTTPASGIApp(manager), lifespan
+    return _Endpoint(
+        StreamableHTTPASGIApp(manager), TransportSecurityMiddleware(security)
+    ), lifespan
+
+
+class _Endpoint:
+    """POST and DELETE go to the SDK. GET would open an event stream, which a stateless
+    server never uses: it is refused at once (after the same Host and Origin checks),
+    never left hanging."""
+
+    def __init__(self, endpoint: ASGIApp, guard: Any) -> None:
+        self.endpoint, self.guard = endpoint, guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse
+
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.endpoint(scope, receive, send)
+            return
+        response = await self.guard.validate_request(Request(scope, receive), is_post=False)
+        if response is None:
+            message = (
+                "this is an MCP endpoint (streamable HTTP, stateless): POST JSON-RPC messages "
+                "with Accept: application/json, text/event-stream; it opens no stream on GET"
+            )
+            body = {"error": {"code": "method_not_allowed", "message": message}}
+            response = JSONResponse(body, 405, headers={"Allow": "POST, DELETE"})
+        await response(scope, receive, send)

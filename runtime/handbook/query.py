@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .answers import ErrorInfo
 from .stemmer import stem
 
 MAX_QUERY_CHARS = 500
@@ -40,7 +41,7 @@ class QueryError(ValueError):
         super().__init__(message)
         self.code = code
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> ErrorInfo:
         return {"code": self.code, "message": str(self)}
 
 

@@ -30,7 +30,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +40,13 @@ from .errors import (
     BundleError,
     DownloadError,
     HashMismatchError,
-    LibraryMismatchError,
     MissingFileError,
     RollbackError,
 )
 from .layout import MANIFEST
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
-from .signing import PublicKey, trusted_keys, verify
+from .signing import PublicKey
+from .trust import TrustPolicy
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds for a whole fetch; a slow-retrieval attack is cut off here."""
@@ -75,43 +75,26 @@ def default_state_dir() -> Path:
 
 def fetch(
     url: str,
-    keys: Iterable[str | PublicKey] = (),
+    trust: TrustPolicy,
     *,
-    allow_unsigned: bool = False,
-    threshold: int = 1,
-    expect_library: str | None = None,
-    allow_rollback: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
-    state_dir: str | os.PathLike[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Path:
-    """Download and check the bundle at `url`; the local folder to open. Raises a
-    `BundleError` subclass naming the cause."""
+    """Download and check the bundle at `url` under `trust`; the local folder to open.
+    Raises a `BundleError` subclass naming the cause."""
     base = url.rstrip("/") + "/"
     deadline = time.monotonic() + timeout
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    marks = HighWater(Path(state_dir) if state_dir is not None else default_state_dir())
-    trusted = trusted_keys(keys)
+    marks = HighWater(trust.state_dir or default_state_dir())
 
     raw = _download(base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST)
     manifest = Manifest.from_bytes(raw)
     signed = manifest.signed
-    if not (allow_unsigned and (not manifest.signatures or not trusted)):
-        verify(
-            manifest.signatures,
-            signed,
-            trusted,
-            threshold=threshold,
-            encoded=manifest.canonical_signed(),
-        )
-    if expect_library is not None and signed.library != expect_library:
-        raise LibraryMismatchError(
-            f"{url}: signed for library {signed.library!r}, not {expect_library!r}"
-        )
+    trust.check(manifest, url)
     check_expiry(manifest)
     digest = hashlib.sha256(raw).hexdigest()
-    if not allow_rollback:
-        marks.check(signed.library, trusted, signed.version, digest)
+    if not trust.allow_rollback:
+        marks.check(signed.library, trust.keys, signed.version, digest)
 
     objects = cache / "objects"
     objects.mkdir(parents=True, exist_ok=True)
@@ -124,15 +107,11 @@ def fetch(
     try:  # a folder already assembled for this manifest is reused when it verifies
         if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != raw:
             raise MissingFileError(f"{folder}: not assembled for this manifest")
-        open_bundle(
-            folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True
-        )
+        open_bundle(folder, trust=trust, hash_all=True)
     except (BundleError, OSError):
         _assemble(folder, objects, raw, signed.files)
-        open_bundle(
-            folder, trusted, allow_unsigned=allow_unsigned, threshold=threshold, hash_all=True
-        )  # as any local bundle
-    marks.accept(signed.library, trusted, signed.version, digest, url)
+        open_bundle(folder, trust=trust, hash_all=True)  # as any local bundle
+    marks.accept(signed.library, trust.keys, signed.version, digest, url)
     return folder
 
 

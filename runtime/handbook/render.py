@@ -7,6 +7,8 @@ imported on first use, so `import handbook` stays light.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -181,3 +183,61 @@ def answer(answer: dict[str, Any]) -> None:
             highlight=False,
             markup=False,
         )
+
+
+def resource(answer: dict[str, Any], output: str | None = None) -> None:
+    """`resource`: the verified bytes, to stdout (text) or to `output`."""
+    import base64
+
+    import click
+
+    if _error(answer):
+        return
+    if "content" in answer:
+        data = answer["content"].encode("utf-8")
+    else:
+        data = base64.b64decode(answer["content_base64"])
+    if output:
+        Path(output).write_bytes(data)
+        click.echo(
+            f"wrote {answer['path']} ({answer['bytes']:,} bytes, sha256 {answer['sha256'][:16]}…) to {output}",
+            err=True,
+        )
+    elif "content" in answer:
+        click.echo(answer["content"], nl=False)
+    else:
+        raise click.UsageError(
+            f"{answer['path']} is binary ({answer['media_type']}); write it with -o FILE"
+        )
+
+
+VIEWS: Mapping[str, Callable[[dict[str, Any]], None]] = {
+    "list": doc_list,
+    "get": doc,
+    "search": hits,
+    "collect": collected,
+    "ask": answer,
+}
+
+
+def show(verb: str, result: dict[str, Any], options: Mapping[str, Any]) -> None:
+    """The answer of tool `verb` for people; `options` are the command's presentation
+    options (where `resource` writes)."""
+    if verb == "resource":
+        resource(result, options.get("output"))
+    else:
+        VIEWS.get(verb, _raw)(result)
+
+
+def _raw(result: dict[str, Any]) -> None:
+    import json
+
+    if not _error(result):
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+def failed(verb: str, result: Mapping[str, Any]) -> bool:
+    """Whether the command should exit 1: an error, a miss, or (`ask`) no grounded answer."""
+    if result.get("error") or result.get("found") is False:
+        return True
+    return verb == "ask" and result.get("evidence_state") != "grounded"

@@ -16,39 +16,29 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .library import Library
+from .dispatch import handler
+from .served import Served
+from .tools import TOOLS
 
-DEFAULT_TOPICS: Mapping[str, str] = {
-    "list": "knowledge.list",
-    "get": "knowledge.get",
-    "search": "knowledge.search",
-    "collect": "knowledge.collect",
-    "ask": "knowledge.ask",
-}
-"""Handler name -> topic. The handlers take the library methods' arguments:
-``list(query=None, limit=20, **filters)``, ``get(doc_id, section=None, offset=0)``,
-``search(query, limit=10)``, ``collect(query=None, ids=None, revisions=None, limit=10,
-max_bytes=32000, **filters)``, ``ask(question, limit=3)``, and return their
-JSON-serializable dicts."""
+DEFAULT_TOPICS: Mapping[str, str] = {tool.verb: f"knowledge.{tool.verb}" for tool in TOOLS}
+"""Handler name (the tool's verb) -> topic, for every tool of the table. A handler takes
+the tool's parameters by keyword, or positionally in the table's order
+(``get(doc_id, section=None, offset=0, revision=None, lang=None)``), and returns the
+tool's JSON-serializable dict; unknown parameters get the same structured error as on
+every other transport."""
 
 Register = Callable[[str, Callable[..., dict[str, Any]]], Any]
 Report = Callable[[str], Any]
 
 
-def handlers(library: Library) -> dict[str, Callable[..., dict[str, Any]]]:
-    """The handlers by name. They call the library's methods, which never raise."""
-    return {
-        "list": library.list,
-        "get": library.get,
-        "search": library.search,
-        "collect": library.collect,
-        "ask": library.ask,
-    }
+def handlers(served: Served) -> dict[str, Callable[..., dict[str, Any]]]:
+    """The handlers by name, answered through `handbook.dispatch`; they never raise."""
+    return {tool.verb: handler(served, tool) for tool in TOOLS}
 
 
 def register_tools(
     register: Register,
-    library: Library,
+    served: Served,
     topics: Mapping[str, str] | None = None,
     report: Report | None = None,
 ) -> list[str] | Awaitable[list[str]]:
@@ -61,7 +51,7 @@ def register_tools(
     otherwise an awaitable of it does, to be awaited where the registry lives. Either
     way no exception escapes: a failure is reported and its topic returned."""
     named = {**DEFAULT_TOPICS, **(topics or {})}
-    available = handlers(library)
+    available = handlers(served)
     failed: list[str] = []
     pending: list[tuple[str, Awaitable[Any]]] = []
     reports: list[Awaitable[Any]] = []

@@ -132,6 +132,7 @@ def write(
 
 
 _ITEM_SIZE = {"I": 4, "H": 2, "B": 1}
+STRING_TABLES = ("terms", "entry_title", "entry_anchor", "doc_id", "doc_title")
 
 
 def _swapped(data: bytes, typecode: str) -> bytes:
@@ -222,6 +223,8 @@ class SearchIndex:
         )
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
+        for table in STRING_TABLES:  # present, whatever is asked first
+            self.strings(table)
         if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(
             self.post_entry
         ) != len(self.post_score):

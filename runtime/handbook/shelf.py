@@ -1,11 +1,14 @@
 """`Shelf`: several libraries, from several owners, answering as one — without silent
 precedence.
 
-Every item carries its qualified ref ``<library>:<id>``. An unqualified id works while
-exactly one library owns it; an id owned by several is an ambiguity the caller resolves:
-`get` answers with the qualified choices, `collect` reports ``ambiguous_identity``, and
-an unfiltered `list` returns each qualified item and lists the id under `collisions`.
-Handlers never raise, like the single library's.
+Every item carries its qualified ref ``<library>:<id>`` and its library, set by the
+runtime after the doc's own fields, so a doc cannot claim another library. An
+unqualified id works while exactly one library owns it; an id owned by several is an
+ambiguity the caller resolves: `get` answers with the qualified choices, `collect`
+reports ``ambiguous_identity``, and `list` lists the id under `collisions`. Results of
+several libraries merge by score, then by ref. Each call reads every library's current
+snapshot once, so a reload of one library mid-call cannot mix versions. Tools never
+raise, like the single library's.
 """
 
 from __future__ import annotations
@@ -15,19 +18,32 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .collect import (
-    DEFAULT_ASK_SOURCES,
-    DEFAULT_COLLECT_BYTES,
-    DEFAULT_COLLECT_LIMIT,
-    ask,
-    collect,
-    resolve,
+from . import ask as asking
+from .answers import (
+    AskAnswer,
+    CollectAnswer,
+    DocSummary,
+    GetAnswer,
+    ListAnswer,
+    ResourceAnswer,
+    SearchAnswer,
+    SearchHit,
+    StatusAnswer,
 )
-from .library import DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, Library, _never_raise, bounded_list
+from .bounds import check_limit, check_offset, never_raise, refusal
+from .bundle import Bundle
+from .collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect, resolve
+from .library import Library
+from .listing import DEFAULT_LIST_LIMIT, OFFSET_MESSAGE, list_hint, page, scored, summary
+from .query import QueryError, parse
+from .reading import get_doc, get_resource
+from .searching import DEFAULT_SEARCH_LIMIT, NO_MATCH_HINT, bounded_hits, render_hit
+from .snapshot import Snapshot, active_filters
+from .tools import ToolContext, context_of
 
 
 class Shelf:
-    """The same calls as `Library`, over several libraries with distinct names."""
+    """The same tools as `Library`, over several libraries with distinct names."""
 
     def __init__(self, libraries: Iterable[Library]) -> None:
         self.libraries = builtins.list(libraries)
@@ -41,89 +57,106 @@ class Shelf:
             (lib.max_response_chars for lib in self.libraries), default=40_000
         )
 
-    def _bounded_list(
-        self,
-        items: Sequence[dict[str, Any]],
-        limit: int,
-        key: str,
-        hint: str,
-        total: int | None = None,
-    ) -> dict[str, Any]:
-        return bounded_list(items, limit, key, hint, self.max_response_chars, total)
+    def snapshots(self) -> builtins.list[Snapshot]:
+        return [lib.snapshot for lib in self.libraries]
 
-    @_never_raise
-    def status(self) -> dict[str, Any]:
+    def bundles(self) -> dict[str, Bundle]:
+        return {lib.name: lib.bundle for lib in self.libraries}
+
+    def tool_context(self) -> ToolContext:
+        return context_of([snap.bundle.catalog for snap in self.snapshots()])
+
+    @never_raise
+    def status(self) -> StatusAnswer:
         return {"libraries": [lib.status() for lib in self.libraries]}
 
-    @_never_raise
+    @never_raise
     def list(
-        self, query: str | None = None, limit: int = DEFAULT_LIST_LIMIT, **filters: Any
-    ) -> dict[str, Any]:
-        answers = [(lib, lib.list(query=query, limit=100, **filters)) for lib in self.libraries]
-        for _, answer in answers:
-            if "error" in answer:
-                return {"count": 0, "docs": [], "error": answer["error"]}
-        docs = [
-            {"ref": f"{lib.name}:{d['id']}", "library": lib.name, **d}
-            for lib, answer in answers
-            for d in answer["docs"]
-        ]
-        if query is None or not str(query).strip():
-            docs.sort(key=lambda d: d["ref"])
-        owners = Counter(d["id"] for d in docs)
-        out = self._bounded_list(
-            docs,
-            limit
-            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
-            else DEFAULT_LIST_LIMIT,
-            "docs",
-            "",
-            total=sum(a["count"] for _, a in answers),
-        )
-        out["collisions"] = sorted(i for i, n in owners.items() if n > 1)
-        hints = [a["hint"] for _, a in answers if a.get("hint") and not a["docs"]]
-        if not docs and hints:
-            out["hint"] = hints[0]
+        self,
+        query: str | None = None,
+        limit: int = DEFAULT_LIST_LIMIT,
+        *,
+        offset: int = 0,
+        lang: str | None = None,
+        **filters: Any,
+    ) -> ListAnswer:
+        checked, start = check_limit(limit, DEFAULT_LIST_LIMIT), check_offset(offset)
+        if isinstance(checked, dict):
+            return {"count": 0, "docs": [], "error": checked}
+        if start is None:
+            return {"count": 0, "docs": [], "error": refusal("invalid_offset", OFFSET_MESSAGE)}
+        active = active_filters({**filters, "lang": lang})
+        snaps, problem = _applicable(self.snapshots(), active)
+        if problem:
+            return {"count": 0, "docs": [], "returned": 0, "hint": problem}
+        try:
+            ranked = [
+                (score, snap, n) for snap in snaps for n, score in scored(snap, query, active)
+            ]
+        except QueryError as exc:
+            return {"count": 0, "docs": [], "error": exc.to_dict()}
+        ranked.sort(key=lambda item: (-item[0], f"{item[1].name}:{item[1].docs[item[2]].id}"))
+        owners = Counter(snap.docs[n].id for _, snap, n in ranked)
+        entries: builtins.list[DocSummary] = []
+        for _, snap, n in ranked[start : start + checked]:
+            doc = snap.docs[n]
+            fields = snap.bundle.catalog.library.list_fields
+            entries.append(
+                {**summary(doc, fields), "ref": f"{snap.name}:{doc.id}", "library": snap.name}
+            )
+        hint = list_hint(len(ranked), checked, bool(active), start)
+        out = page(entries, len(ranked), checked, start, hint, self.max_response_chars)
+        out["collisions"] = sorted(i for i, count in owners.items() if count > 1)
         return out
 
-    @_never_raise
+    @never_raise
     def get(
-        self, doc_id: str, section: str | None = None, offset: int = 0, revision: str | None = None
-    ) -> dict[str, Any]:
-        found = resolve(self.libraries, doc_id)
-        if found.library is None or found.doc is None:
-            out: dict[str, Any] = {
-                "found": False,
-                "code": found.reason,
-                "error": f"{found.reason.replace('_', ' ')}: {found.detail}",
-            }
-            if found.choices:
-                out["choices"] = found.choices
-            return out
-        answer = found.library.get(found.doc.id, section=section, offset=offset, revision=revision)
-        return {
-            "ref": f"{found.library.name}:{found.doc.id}",
-            "library": found.library.name,
-            **answer,
-        }
+        self,
+        doc_id: str,
+        section: str | None = None,
+        offset: int = 0,
+        revision: str | None = None,
+        lang: str | None = None,
+    ) -> GetAnswer:
+        found = resolve(self.snapshots(), doc_id)
+        if found.found is None:
+            return _unresolved(found.reason, found.detail, found.choices)
+        snap, doc = found.found
+        answer = get_doc(snap, self.max_response_chars, doc.id, section, offset, revision, lang)
+        return {**answer, "ref": f"{snap.name}:{doc.id}", "library": snap.name}
 
-    @_never_raise
-    def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict[str, Any]:
-        answers = [(lib, lib.search(query, limit=limit)) for lib in self.libraries]
-        for _, answer in answers:
-            if "error" in answer:
-                return {"count": 0, "hits": [], "error": answer["error"]}
-        hits = [
-            {"ref": f"{lib.name}:{h['id']}", "library": lib.name, **h}
-            for lib, answer in answers
-            for h in answer["hits"]
-        ]
+    @never_raise
+    def search(
+        self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None
+    ) -> SearchAnswer:
+        checked = check_limit(limit, DEFAULT_SEARCH_LIMIT)
+        if isinstance(checked, dict):
+            return {"count": 0, "hits": [], "error": checked}
+        active = active_filters({"lang": lang})
+        snaps, problem = _applicable(self.snapshots(), active)
+        if problem:
+            return {"count": 0, "hits": [], "returned": 0, "hint": problem}
+        try:
+            clauses = parse(query)
+        except QueryError as exc:
+            return {"count": 0, "hits": [], "error": exc.to_dict()}
+        hits: builtins.list[SearchHit] = []
+        total = 0
+        for snap in snaps:
+            docs = set(snap.languages[str(lang)]) if active else None
+            count, found = snap.retriever.rank(clauses, checked, docs=docs)
+            total += count
+            for hit in found:
+                rendered = render_hit(snap, hit)
+                hits.append(
+                    {**rendered, "ref": f"{snap.name}:{rendered['id']}", "library": snap.name}
+                )
         hits.sort(key=lambda h: (-h["score"], h["ref"], h.get("anchor") or ""))
-        return self._bounded_list(
-            hits, limit, "hits", "", total=sum(a["count"] for _, a in answers)
+        return bounded_hits(
+            hits, total, checked, "" if hits else NO_MATCH_HINT, self.max_response_chars
         )
 
-    @_never_raise
+    @never_raise
     def collect(
         self,
         query: str | None = None,
@@ -131,10 +164,13 @@ class Shelf:
         revisions: Mapping[str, str] | None = None,
         limit: int = DEFAULT_COLLECT_LIMIT,
         max_bytes: int = DEFAULT_COLLECT_BYTES,
+        *,
+        lang: str | None = None,
         **filters: Any,
-    ) -> dict[str, Any]:
+    ) -> CollectAnswer:
+        filters = {**filters, "lang": lang} if lang is not None else filters
         return collect(
-            self.libraries,
+            self.snapshots(),
             query=query,
             ids=ids,
             revisions=revisions,
@@ -144,14 +180,45 @@ class Shelf:
             **filters,
         )
 
-    @_never_raise
+    @never_raise
     def ask(
-        self, question: str, limit: int = DEFAULT_ASK_SOURCES, correlation_id: str | None = None
-    ) -> dict[str, Any]:
-        return ask(
-            self.libraries,
-            question,
-            limit=limit,
-            correlation_id=correlation_id,
-            max_chars=self.max_response_chars,
+        self,
+        question: str,
+        limit: int = asking.DEFAULT_ASK_SOURCES,
+        correlation_id: str | None = None,
+    ) -> AskAnswer:
+        return asking.ask(
+            self.snapshots(), question, limit, correlation_id, self.max_response_chars
         )
+
+    @never_raise
+    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
+        found = resolve(self.snapshots(), doc_id)
+        if found.found is None:
+            unresolved = _unresolved(found.reason, found.detail, found.choices)
+            return {"found": False, "error": unresolved["error"]}
+        snap, doc = found.found
+        return get_resource(snap, self.max_response_chars, doc.id, path, revision)
+
+
+def _applicable(
+    snaps: Sequence[Snapshot], active: Mapping[str, Any]
+) -> tuple[builtins.list[Snapshot], str | None]:
+    """The libraries where every filter can match, or, when there is none, why."""
+    problems = [
+        next(filter(None, (s.filter_problem(k, v) for k, v in active.items())), None) for s in snaps
+    ]
+    usable = [snap for snap, problem in zip(snaps, problems, strict=True) if problem is None]
+    if snaps and not usable:
+        return [], problems[0]
+    return usable, None
+
+
+def _unresolved(reason: str, detail: str, choices: Sequence[str]) -> GetAnswer:
+    out: GetAnswer = {
+        "found": False,
+        "error": refusal(reason, f"{reason.replace('_', ' ')}: {detail}"),
+    }
+    if choices:
+        out["choices"] = builtins.list(choices)
+    return out

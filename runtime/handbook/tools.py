@@ -1,364 +1,400 @@
-"""Agent tool definitions, generated from a library's catalog.
+"""The table of agent tools: the one authority every transport is generated from.
 
-One definition per tool serves every transport: ``tools.json`` in the bundle, MCP, and
-the RPC registration. Input schemas satisfy OpenAI's strict mode (every property listed
-and required, optional ones nullable, no additional properties), which every other
-host also accepts. Descriptions are written for agents and name this library's kinds,
-filter fields and values, so an agent knows what it can ask before it asks.
+Each `Tool` names its verb (the method of the served object, the HTTP route, the RPC
+topic and the CLI command), its parameters (JSON Schema, and how a value written as
+text — a query string, a command line — becomes the argument), its output schema and
+its annotations. From this table come the bundle's ``tools.json`` (written at build for
+offline consumers), MCP's tools, the HTTP routes and OpenAPI document, the RPC
+registration, the CLI's query commands and `handbook tools`. Adding a tool is one entry
+here plus its handler on the served objects (`handbook.served`).
+
+Input schemas satisfy OpenAI's strict mode (every property listed and required,
+optional ones nullable, no additional properties), which every other host also accepts.
+Descriptions are written for agents and name the library's kinds, filter fields and
+values, so an agent knows what it can ask before it asks.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
+from . import answers
+from . import schemas as out
 from .catalog import Catalog
 
 MAX_ENUM = 50
-TOOL_NAMES = (
-    "knowledge_list",
-    "knowledge_get",
-    "knowledge_search",
-    "knowledge_collect",
-    "knowledge_ask",
-)
-
-_NULLABLE_STRING = {"type": ["string", "null"]}
-_NULLABLE_INT = {"type": ["integer", "null"], "minimum": 1, "maximum": 100}
+_READ_ONLY: Mapping[str, bool] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
-    """An input schema in OpenAI strict mode's shape."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
+class ToolContext(NamedTuple):
+    """What the definitions say about the served libraries."""
+
+    title: str
+    libraries: tuple[str, ...]
+    docs: int
+    kinds: tuple[str, ...]
+    filters: Mapping[str, tuple[str, ...] | None]
+    """Filterable field -> its known values (None: too many to list)."""
+    languages: tuple[str, ...]
 
 
-def _filter_property(name: str, info: dict[str, Any]) -> dict[str, Any]:
-    values = info.get("values")
-    prop: dict[str, Any] = dict(_NULLABLE_STRING)
-    if values and len(values) <= MAX_ENUM:
-        prop["enum"] = [*values, "any", None]
-        prop["description"] = (
-            f'Only docs whose {name} is this value ({", ".join(values)}). null or "any": no filter.'
+def context_of(catalogs: Sequence[Catalog]) -> ToolContext:
+    """The context of one library's catalog, or of several on a shelf."""
+    infos = [c.library for c in catalogs]
+    kinds: dict[str, None] = {}
+    filters: dict[str, set[str] | None] = {}
+    languages: set[str] = set()
+    for catalog in catalogs:
+        info = catalog.library
+        kinds.update(
+            dict.fromkeys(info.vocab.get("kind", ()) or sorted({d.kind for d in catalog.docs}))
         )
-    else:
-        prop["description"] = f'Only docs whose {name} is this value. null or "any": no filter.'
-    return prop
+        for name, spec in info.filters.items():
+            values = spec.get("values")
+            known = filters.get(name, set())
+            filters[name] = None if values is None or known is None else known | set(values)
+        languages.update(str(d.meta.get("lang") or info.default_lang or "") for d in catalog.docs)
+    title = ", ".join(i.title or i.name for i in infos) or "knowledge"
+    return ToolContext(
+        title,
+        tuple(i.name for i in infos),
+        sum(len(c.docs) for c in catalogs),
+        tuple(kinds),
+        {
+            n: None if v is None else tuple(sorted(v))
+            for n, v in sorted(filters.items())
+            if n not in RESERVED
+        },
+        tuple(sorted(languages - {""})),
+    )
 
 
-def _result(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    """Output schemas name what is always there and allow more: results grow."""
-    return {"type": "object", "properties": properties, "required": required}
+# -- parameters ------------------------------------------------------------------------------
 
 
-_DOC_SUMMARY = _result(
-    {
-        "id": {"type": "string"},
-        "kind": {"type": "string"},
-        "title": {"type": "string"},
-        "summary": {"type": "string"},
-        "verified": {"type": "string"},
-        "chars": {"type": "integer"},
-    },
-    ["id", "title", "summary"],
+def _integer(text: str) -> Any:
+    """A whole number; anything else as written, for the handler to refuse in its words."""
+    stripped = text.strip()
+    return int(stripped) if stripped.lstrip("-").isdigit() and len(stripped) < 12 else text
+
+
+def _words(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _pairs(text: str) -> list[dict[str, str]]:
+    pairs = [part.partition("=") for part in text.split(",") if part.strip()]
+    return [{"id": k.strip(), "revision": v.strip()} for k, _, v in pairs]
+
+
+def _revision_map(value: Any) -> Any:
+    """The schema's list of {id, revision} as the handlers' mapping; a mapping as is."""
+    if isinstance(value, list) and all(isinstance(r, Mapping) for r in value):
+        return {str(r.get("id")): str(r.get("revision")) for r in value}
+    return value
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    schema: Mapping[str, Any]
+    """The JSON Schema of a given value (the table adds null for optional parameters)."""
+    description: str
+    required: bool = False
+    from_text: Callable[[str], Any] | None = None
+    """How a value written as text becomes the argument (default: the text itself)."""
+    to_python: Callable[[Any], Any] | None = None
+    """How a JSON value becomes the Python handler's argument (default: as it is)."""
+    positional: bool = False
+    """On the command line, an argument rather than an option."""
+    flags: tuple[str, ...] = ()
+    """Command-line option names, when not just `--<name>`."""
+    aliases: tuple[str, ...] = ()
+    """Other names accepted for it (older HTTP clients send `id`)."""
+
+    def json_schema(self) -> dict[str, Any]:
+        schema = {**self.schema, "description": self.description}
+        if not self.required:
+            kinds = schema.get("type", [])
+            schema["type"] = [*(kinds if isinstance(kinds, list) else [kinds]), "null"]
+        return schema
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    verb: str
+    summary: str
+    """One line for people: --help, OpenAPI summaries."""
+    title: Callable[[ToolContext], str]
+    description: Callable[[ToolContext], str]
+    params: tuple[Param, ...]
+    output: Mapping[str, Any]
+    answer: type
+    """The `TypedDict` of its answers (`handbook.answers`), which `output` describes."""
+    filters: bool = False
+    """Takes the library's filterable fields as parameters too."""
+    annotations: Mapping[str, bool] = field(default_factory=lambda: dict(_READ_ONLY))
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if name in (p.name, *p.aliases)), None)
+
+    def input_schema(self, context: ToolContext) -> dict[str, Any]:
+        properties = {p.name: p.json_schema() for p in self.params}
+        if self.filters:
+            properties.update({n: _filter_schema(n, v) for n, v in context.filters.items()})
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    def definition(self, context: ToolContext) -> dict[str, Any]:
+        """The MCP shape: name, title, description, inputSchema, outputSchema, annotations."""
+        return {
+            "name": self.name,
+            "title": self.title(context),
+            "description": self.description(context),
+            "inputSchema": self.input_schema(context),
+            "outputSchema": dict(self.output),
+            "annotations": dict(self.annotations),
+        }
+
+
+def _filter_schema(name: str, values: tuple[str, ...] | None) -> dict[str, Any]:
+    if values and len(values) <= MAX_ENUM:
+        listed = ", ".join(values)
+        return {
+            "type": ["string", "null"],
+            "enum": [*values, "any", None],
+            "description": f'Only docs whose {name} is this value ({listed}). null or "any": no filter.',
+        }
+    return {
+        "type": ["string", "null"],
+        "description": f'Only docs whose {name} is this value. null or "any": no filter.',
+    }
+
+
+def _limit(default: int, maximum: int = 100) -> Param:
+    schema = {"type": "integer", "minimum": 1, "maximum": maximum}
+    text = f"Most results to return (default {default})."
+    return Param("limit", schema, text, from_text=_integer, flags=("--limit", "-n"))
+
+
+QUERY = Param(
+    "query", {"type": "string"}, "Free-text query; null for none.", flags=("--query", "-q")
+)
+OFFSET = Param(
+    "offset",
+    {"type": "integer", "minimum": 0},
+    "Where to continue: the next_offset of an earlier answer (default 0).",
+    from_text=_integer,
+)
+LANG = Param("lang", {"type": "string"}, "A language tag (en, de); null for every language.")
+DOC_ID = Param(
+    "doc_id",
+    {"type": "string"},
+    "A doc id (or library:id), e.g. from knowledge_list.",
+    required=True,
+    positional=True,
+    aliases=("id",),
+)
+REVISION = Param(
+    "revision",
+    {"type": "string"},
+    "Serve only this exact revision; a doc that changed since is refused.",
 )
 
 
-def definitions(catalog: Catalog) -> list[dict[str, Any]]:
-    """The tool definitions (MCP shape: name, description, inputSchema, outputSchema,
-    annotations) for this library."""
-    lib = catalog.library
-    title = lib.title or lib.name
-    kinds = ", ".join(lib.vocab.get("kind", ())) or ", ".join(
-        sorted({d.kind for d in catalog.docs})
-    )
-    filters = {
-        name: info for name, info in sorted(lib.filters.items()) if name not in ("query", "limit")
-    }
-    filter_props = {name: _filter_property(name, info) for name, info in filters.items()}
-    read_only = {
-        "readOnlyHint": True,
-        "destructiveHint": False,
-        "idempotentHint": True,
-        "openWorldHint": False,
-    }
-    return [
-        {
-            "name": "knowledge_list",
-            "title": f"List {title} docs",
-            "description": (
-                f"Lists the docs of the {title} knowledge library ({len(catalog.docs)} docs; kinds: {kinds}). "
-                "Call it before answering questions this library may cover, then fetch the matching doc with "
-                "knowledge_get. Filter by any field"
-                + (f" ({', '.join(filters)})" if filters else "")
-                + ", or pass a free-text query that matches titles, summaries, keywords, aliases and model numbers. "
-                "Returns compact entries: id, kind, title, summary, verified state and size; no content."
+# -- the table ------------------------------------------------------------------------------
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "knowledge_list",
+        "list",
+        "List the library's docs, optionally filtered and ranked by a query.",
+        lambda c: f"List {c.title} docs",
+        lambda c: (
+            f"Lists the docs of the {c.title} knowledge library ({c.docs} docs; kinds: "
+            f"{', '.join(c.kinds)}). Call it before answering questions this library may cover, "
+            "then fetch the matching doc with knowledge_get. Filter by any field"
+            + (f" ({', '.join(c.filters)})" if c.filters else "")
+            + ", or pass a free-text query that matches titles, summaries, keywords, aliases and "
+            "model numbers. Returns compact entries: id, kind, title, summary, verified state and "
+            "size; no content. Long lists come in pages: pass offset=next_offset for the next."
+        ),
+        (QUERY, _limit(20), OFFSET, LANG),
+        out.LIST,
+        answers.ListAnswer,
+        filters=True,
+    ),
+    Tool(
+        "knowledge_get",
+        "get",
+        "Show one doc (or one section of it) with its metadata.",
+        lambda c: f"Read a {c.title} doc",
+        lambda c: (
+            "Fetches one doc by id (from knowledge_list or knowledge_search) as markdown, with its "
+            "metadata, revision and section list. For long docs pass `section` (a `## ` heading "
+            "title or anchor) to read just that part, or offset=next_offset to continue. Prefer "
+            "the doc's content over your own memory, and repeat its caveats: a doc marked "
+            "unverified must be quoted as such. Unknown ids return the closest matches."
+        ),
+        (
+            DOC_ID,
+            Param(
+                "section",
+                {"type": "string"},
+                "A section title or anchor; null for the whole doc.",
+                flags=("--section", "-s"),
             ),
-            "inputSchema": _object(
-                {
-                    "query": {
-                        **_NULLABLE_STRING,
-                        "description": "Free-text query; null lists everything (filtered).",
-                    },
-                    "limit": {
-                        **_NULLABLE_INT,
-                        "description": "Most entries to return (default 20).",
-                    },
-                    **filter_props,
-                }
+            OFFSET,
+            REVISION,
+            LANG,
+        ),
+        out.GET,
+        answers.GetAnswer,
+    ),
+    Tool(
+        "knowledge_search",
+        "search",
+        "Search every section's text (lunr query syntax: +must -not word~1 pre*).",
+        lambda c: f"Search {c.title}",
+        lambda c: (
+            f"Searches the text of every section of the {c.title} library and returns the "
+            "best-matching sections with doc id, section anchor, score and a short excerpt. Use it "
+            "when knowledge_list finds no obvious doc; then read the hit with "
+            "knowledge_get(doc_id, section)."
+        ),
+        (
+            Param(
+                "query", {"type": "string"}, "Words to search for.", required=True, positional=True
             ),
-            "outputSchema": _result(
-                {
-                    "count": {"type": "integer"},
-                    "docs": {"type": "array", "items": _DOC_SUMMARY},
-                    "hint": {"type": "string"},
-                },
-                ["count", "docs"],
+            _limit(10),
+            LANG,
+        ),
+        out.SEARCH,
+        answers.SearchAnswer,
+    ),
+    Tool(
+        "knowledge_collect",
+        "collect",
+        "Read several docs at once within a byte budget; every doc left out says why.",
+        lambda c: f"Collect {c.title} docs",
+        lambda c: (
+            f"Reads several docs of the {c.title} library in one call, within a byte budget: by "
+            "explicit ids (kept in your order) or by a query (best first), filtered like "
+            "knowledge_list. Docs that do not fit whole come as the sections that matched. "
+            "Everything left out is listed under omissions with a reason (unknown_identity, "
+            "ambiguous_identity, invalid_identity, duplicate_identity, unavailable_revision, "
+            "filters, query, output_limit). Pass revisions to insist on exact doc revisions."
+        ),
+        (
+            QUERY,
+            Param(
+                "ids",
+                {"type": "array", "items": {"type": "string"}, "maxItems": 100},
+                "Doc ids (or library:id refs) to read, in this order; null to select by query "
+                "and filters.",
+                from_text=_words,
+                flags=("--id",),
             ),
-            "annotations": read_only,
-        },
-        {
-            "name": "knowledge_get",
-            "title": f"Read a {title} doc",
-            "description": (
-                "Fetches one doc by id (from knowledge_list or knowledge_search) as markdown, with its metadata, "
-                "revision and section list. For long docs pass `section` (a `## ` heading title or anchor) to "
-                "read just that part. Prefer the doc's content over your own memory, and repeat its caveats: "
-                "a doc marked unverified must be quoted as such. Unknown ids return the closest matches."
+            Param(
+                "revisions",
+                {"type": "array", "items": out.REVISION_PAIR},
+                "Exact revisions required, per doc; a changed doc is omitted.",
+                from_text=_pairs,
+                to_python=_revision_map,
+                flags=("--revision",),
             ),
-            "inputSchema": _object(
-                {
-                    "doc_id": {
-                        "type": "string",
-                        "description": "A doc id, e.g. from knowledge_list.",
-                    },
-                    "section": {
-                        **_NULLABLE_STRING,
-                        "description": "A section title or anchor; null for the whole doc.",
-                    },
-                }
+            _limit(10),
+            Param(
+                "max_bytes",
+                {"type": "integer", "minimum": 1, "maximum": 1_000_000},
+                "Budget for the returned content in UTF-8 bytes (default 32000).",
+                from_text=_integer,
             ),
-            "outputSchema": _result(
-                {
-                    "found": {"type": "boolean"},
-                    "id": {"type": "string"},
-                    "title": {"type": "string"},
-                    "metadata": {"type": "object"},
-                    "revision": {"type": "string"},
-                    "sections": {"type": "array", "items": {"type": "object"}},
-                    "content": {"type": "string"},
-                    "truncated": {"type": "boolean"},
-                    "error": {"type": "string"},
-                    "suggestions": {"type": "array", "items": {"type": "string"}},
-                },
-                ["found"],
+            LANG,
+        ),
+        out.COLLECT,
+        answers.CollectAnswer,
+        filters=True,
+    ),
+    Tool(
+        "knowledge_ask",
+        "ask",
+        "Answer a question by quoting the library (grounded), or say it cannot (insufficient).",
+        lambda c: f"Ask {c.title}",
+        lambda c: (
+            f"Answers a question from the {c.title} library by quoting its passages, with sources "
+            "(doc id, title, version, section, excerpt). evidence_state is grounded when the "
+            "passages cover the question's key terms, insufficient when they do not (then no "
+            "answer is given: say so, do not guess), unavailable when no library is loaded. It "
+            "never generates text; read the cited sections with knowledge_get for detail."
+        ),
+        (
+            Param(
+                "question",
+                {"type": "string"},
+                "The question, in words.",
+                required=True,
+                positional=True,
             ),
-            "annotations": read_only,
-        },
-        {
-            "name": "knowledge_search",
-            "title": f"Search {title}",
-            "description": (
-                f"Searches the text of every section of the {title} library and returns the best-matching "
-                "sections with doc id, section anchor, score and a short excerpt. Use it when knowledge_list "
-                "finds no obvious doc; then read the hit with knowledge_get(doc_id, section)."
+            _limit(3, maximum=10),
+            Param(
+                "correlation_id",
+                {"type": "string", "maxLength": 200},
+                "An id to trace this question by (returned in the answer); null for a new one.",
             ),
-            "inputSchema": _object(
-                {
-                    "query": {"type": "string", "description": "Words to search for."},
-                    "limit": {**_NULLABLE_INT, "description": "Most hits to return (default 10)."},
-                }
+        ),
+        out.ASK,
+        answers.AskAnswer,
+    ),
+    Tool(
+        "knowledge_resource",
+        "resource",
+        "Show a file attached to a folder doc (a script, a table, an image) as verified bytes.",
+        lambda c: f"Read a file attached to a {c.title} doc",
+        lambda c: (
+            "Reads a file attached to a folder doc (listed under `resources` by knowledge_get) by "
+            "its path in the doc's folder: `content` when it is text, `content_base64` otherwise. "
+            "Nothing is ever run."
+        ),
+        (
+            DOC_ID,
+            Param(
+                "path",
+                {"type": "string"},
+                "The file's path in the doc's folder, as listed.",
+                required=True,
+                positional=True,
             ),
-            "outputSchema": _result(
-                {
-                    "count": {"type": "integer"},
-                    "hits": {
-                        "type": "array",
-                        "items": _result(
-                            {
-                                "id": {"type": "string"},
-                                "title": {"type": "string"},
-                                "section": {"type": ["string", "null"]},
-                                "anchor": {"type": ["string", "null"]},
-                                "score": {"type": "number"},
-                                "excerpt": {"type": "string"},
-                            },
-                            ["id", "title", "score"],
-                        ),
-                    },
-                },
-                ["count", "hits"],
-            ),
-            "annotations": read_only,
-        },
-        {
-            "name": "knowledge_collect",
-            "title": f"Collect {title} docs",
-            "description": (
-                f"Reads several docs of the {title} library in one call, within a byte budget: by explicit ids "
-                "(kept in your order) or by a query (best first), filtered like knowledge_list. Docs that do not fit "
-                "whole come as the sections that matched. Everything left out is listed under omissions with a reason "
-                "(unknown_identity, ambiguous_identity, invalid_identity, duplicate_identity, unavailable_revision, "
-                "filters, query, output_limit). Pass revisions to insist on exact doc revisions."
-            ),
-            "inputSchema": _object(
-                {
-                    "query": {
-                        **_NULLABLE_STRING,
-                        "description": "Free-text query that selects and ranks docs; null for none.",
-                    },
-                    "ids": {
-                        "type": ["array", "null"],
-                        "items": {"type": "string"},
-                        "maxItems": 100,
-                        "description": "Doc ids (or library:id refs) to read, in this order; null to select by query and filters.",
-                    },
-                    "revisions": {
-                        "type": ["array", "null"],
-                        "description": "Exact revisions required, per doc; a changed doc is omitted.",
-                        "items": _object(
-                            {"id": {"type": "string"}, "revision": {"type": "string"}}
-                        ),
-                    },
-                    "limit": {**_NULLABLE_INT, "description": "Most docs to return (default 10)."},
-                    "max_bytes": {
-                        "type": ["integer", "null"],
-                        "minimum": 1,
-                        "maximum": 1_000_000,
-                        "description": "Budget for the returned content in UTF-8 bytes (default 32000).",
-                    },
-                    **filter_props,
-                }
-            ),
-            "outputSchema": _result(
-                {
-                    "items": {
-                        "type": "array",
-                        "items": _result(
-                            {
-                                "ref": {"type": "string"},
-                                "id": {"type": "string"},
-                                "revision": {"type": "string"},
-                                "title": {"type": "string"},
-                                "content": {"type": "string"},
-                                "whole": {"type": "boolean"},
-                            },
-                            ["ref", "id", "revision", "title", "content"],
-                        ),
-                    },
-                    "omissions": {
-                        "type": "array",
-                        "items": _result(
-                            {
-                                "id": {"type": ["string", "null"]},
-                                "reason": {"type": "string"},
-                                "detail": {"type": "string"},
-                            },
-                            ["reason"],
-                        ),
-                    },
-                    "no_match": {"type": "boolean"},
-                    "bytes_used": {"type": "integer"},
-                    "budget": {"type": ["integer", "null"]},
-                },
-                ["items", "omissions", "no_match", "bytes_used"],
-            ),
-            "annotations": read_only,
-        },
-        {
-            "name": "knowledge_ask",
-            "title": f"Ask {title}",
-            "description": (
-                f"Answers a question from the {title} library by quoting its passages, with sources (doc id, title, "
-                "version, section, excerpt). evidence_state is grounded when the passages cover the question's key "
-                "terms, insufficient when they do not (then no answer is given: say so, do not guess), unavailable when "
-                "no library is loaded. It never generates text; read the cited sections with knowledge_get for detail."
-            ),
-            "inputSchema": _object(
-                {
-                    "question": {"type": "string", "description": "The question, in words."},
-                    "limit": {
-                        "type": ["integer", "null"],
-                        "minimum": 1,
-                        "maximum": 10,
-                        "description": "Most passages to quote (default 3).",
-                    },
-                }
-            ),
-            "outputSchema": _result(
-                {
-                    "answer": {"type": "string"},
-                    "evidence_state": {
-                        "type": "string",
-                        "enum": ["grounded", "insufficient", "unavailable"],
-                    },
-                    "sources": {
-                        "type": "array",
-                        "items": _result(
-                            {
-                                "document_id": {"type": "string"},
-                                "title": {"type": "string"},
-                                "version": {"type": ["string", "null"]},
-                                "section": {"type": ["string", "null"]},
-                                "excerpt": {"type": "string"},
-                            },
-                            ["document_id", "title", "excerpt"],
-                        ),
-                    },
-                    "library": {"type": ["string", "null"]},
-                    "version": {"type": ["string", "null"]},
-                    "correlation_id": {"type": "string"},
-                },
-                ["answer", "evidence_state", "sources", "correlation_id"],
-            ),
-            "annotations": read_only,
-        },
-    ]
+            REVISION,
+        ),
+        out.RESOURCE,
+        answers.ResourceAnswer,
+    ),
+)
+
+BY_NAME: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
+BY_VERB: Mapping[str, Tool] = {tool.verb: tool for tool in TOOLS}
+RESERVED: frozenset[str] = frozenset(
+    {p.name for t in TOOLS for p in t.params}
+    | {a for t in TOOLS for p in t.params for a in p.aliases}
+    | {"ref", "library"}
+)
+"""Names no frontmatter field may take as a filter: the tools' own parameters, and the
+attribution keys the runtime sets on answers."""
 
 
-# -- the same definitions in each ecosystem's shape ----------------------------------------
-
-FORMATS = ("mcp", "openai", "anthropic", "yaml")
-
-
-def for_openai(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Chat Completions function tools, strict mode (the input schemas are built for it)."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": t["name"],
-                "description": t["description"],
-                "parameters": t["inputSchema"],
-                "strict": True,
-            },
-        }
-        for t in tools
-    ]
-
-
-def for_anthropic(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Anthropic Messages API tools."""
-    return [
-        {"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]}
-        for t in tools
-    ]
-
-
-def convert(tools: list[dict[str, Any]], fmt: str) -> Any:
-    """`tools` (MCP shape, as in tools.json) in format `fmt`; YAML is the MCP shape as
-    a document (text), the others are JSON-ready values."""
-    if fmt == "mcp":
-        return {"tools": tools}
-    if fmt == "openai":
-        return for_openai(tools)
-    if fmt == "anthropic":
-        return for_anthropic(tools)
-    if fmt == "yaml":
-        import yaml  # a dependency of the distribution, not of `import handbook`
-
-        return yaml.safe_dump({"tools": tools}, sort_keys=False, allow_unicode=True, width=100)
-    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+def definitions(context: ToolContext) -> list[dict[str, Any]]:
+    """Every tool's definition, in the MCP shape, for the served libraries."""
+    return [tool.definition(context) for tool in TOOLS]

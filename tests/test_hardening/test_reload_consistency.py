@@ -34,7 +34,8 @@ from conftest import ROOT, get_json, live
 
 from handbook import Library
 from handbook.bundle import Bundle
-from handbook.http import Reloader, create_app
+from handbook.http import create_app
+from handbook.reloader import Reloader
 from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build

@@ -36,9 +36,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from handbook import Library
-from handbook.http import SiteFiles, create_app
+from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.signing import load_private_key, public_key_of
+from handbook.site import SiteFiles
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -145,8 +146,10 @@ def test_unknown_methods_are_4xx_never_5xx(server: tuple[str, int], method: str)
     assert set(statuses.values()) == {405}, statuses
 
 
-def test_post_outside_mcp_is_405(server: tuple[str, int]) -> None:
+def test_post_outside_mcp_and_the_tool_routes_is_405(server: tuple[str, int]) -> None:
     for path in ROUTES[:-1]:
+        if path.startswith("/api/v1/get"):  # a tool route takes its arguments as JSON too
+            continue
         assert request(server, path, method="POST")[0] == 405, path
 
 
@@ -736,6 +739,9 @@ def test_openapi_property_run(server: tuple[str, int]) -> None:
         print(f"  {key}: {counts[key]}")
     assert server_errors == []
     assert violations == []
-    assert {p for p in operations if counts[f"{p} 200"] == 0} == set(), (
+    # this library attaches no files to its docs, so no resource can be found in it
+    attaching = any(d.get("resources") for d in docs)
+    silent = set() if attaching else {"/api/v1/resource"}
+    assert {p for p in operations if counts[f"{p} 200"] == 0} == silent, (
         "every endpoint answered 200 at least once"
     )

@@ -33,8 +33,9 @@ from conftest import ROOT, get_json, live, request
 
 from handbook import BundleError, Library
 from handbook.bundle import open_bundle
-from handbook.http import Reloader, create_app
+from handbook.http import create_app
 from handbook.manifest import MANIFEST
+from handbook.reloader import Reloader
 from handbook.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV, load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build

@@ -333,13 +333,9 @@ def test_tools_json_is_valid_json_schema(built: Path) -> None:
     import jsonschema
 
     tools = json.loads((built / "tools.json").read_bytes())["tools"]
-    assert [t["name"] for t in tools] == [
-        "knowledge_list",
-        "knowledge_get",
-        "knowledge_search",
-        "knowledge_collect",
-        "knowledge_ask",
-    ]
+    from handbook.tools import TOOLS
+
+    assert [t["name"] for t in tools] == [tool.name for tool in TOOLS]
     for tool in tools:
         assert __import__("re").fullmatch(r"[a-z][a-z0-9_]{0,40}", tool["name"])
         for schema in (tool["inputSchema"], tool["outputSchema"]):

@@ -133,7 +133,7 @@ def test_exact_revisions_and_a_changed_file(example: Path, tmp_path: Path) -> No
     refused = lib.resource("device.acme.ac300", "registers.csv", revision=before)
     assert (
         refused["found"] is False
-        and refused["code"] == "unavailable_revision"
+        and refused["error"]["code"] == "unavailable_revision"
         and "content" not in refused
     )
     assert (

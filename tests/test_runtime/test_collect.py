@@ -18,6 +18,7 @@ import anyio
 import pytest
 from conftest import ROOT, VALID_DOC, MakeLibrary, get_json, live, run_cli
 
+import handbook.ask as ha
 import handbook.collect as hc
 from handbook import Library, Shelf
 from handbook.http import create_app
@@ -148,8 +149,8 @@ def test_invalid_identity(library: Library) -> None:
     assert all(
         "device.acme.ac200" in o["detail"] for o in answer["omissions"]
     )  # says what an id looks like
-    assert hc.resolve([library], None).reason == "invalid_identity"
-    assert hc.resolve([library], "Not An Id").library is None
+    assert hc.resolve([library.snapshot], None).reason == "invalid_identity"
+    assert hc.resolve([library.snapshot], "Not An Id").found is None
 
 
 def test_unknown_identity_suggests_close_ids(library: Library) -> None:
@@ -440,7 +441,7 @@ def test_bad_arguments_never_raise(library: Library, shelf: Shelf, kwargs: dict[
     for answer in (
         library.collect(**kwargs),
         shelf.collect(**kwargs),
-        hc.collect([library], **kwargs),
+        hc.collect([library.snapshot], **kwargs),
     ):
         assert answer["error"]["code"] == "bad_arguments"
         assert answer["items"] == [] and answer["no_match"] is True
@@ -492,11 +493,11 @@ def test_collect_respects_max_response_chars(published: Path) -> None:
 
 
 def test_key_terms() -> None:
-    assert hc.key_terms("What is the register map of the AC-200?") == ["regist", "map", "ac", "200"]
-    assert hc.key_terms("Registers, registers and REGISTER 7") == [
+    assert ha.key_terms("What is the register map of the AC-200?") == ["regist", "map", "ac", "200"]
+    assert ha.key_terms("Registers, registers and REGISTER 7") == [
         "regist"
     ]  # deduplicated, one-digit numbers dropped
-    assert hc.key_terms("what is the") == []
+    assert ha.key_terms("what is the") == []
 
 
 def check_grounded(answer: dict[str, Any]) -> None:
@@ -505,7 +506,7 @@ def check_grounded(answer: dict[str, Any]) -> None:
     assert set(missing) <= set(terms) and answer["coverage"] == round(
         1 - len(missing) / len(terms), 3
     )
-    assert answer["coverage"] >= hc.GROUNDED_COVERAGE
+    assert answer["coverage"] >= ha.GROUNDED_COVERAGE
     assert answer["sources"] and "From " in answer["answer"]
     for source in answer["sources"]:
         assert {
@@ -536,7 +537,7 @@ def test_ask_grounded_register_map(library: Library) -> None:
         and answer["coverage"] == 1.0
     )
     sources = answer["sources"]
-    assert len(sources) == hc.DEFAULT_ASK_SOURCES
+    assert len(sources) == ha.DEFAULT_ASK_SOURCES
     assert sources[0]["document_id"] == AC200
     assert "Register map" in [s["section"] for s in sources if s["document_id"] == AC200]
     ac200 = next(s for s in sources if s["section"] == "Register map")
@@ -550,7 +551,7 @@ def test_ask_grounded_register_map(library: Library) -> None:
 def test_ask_grounded_byte_order_at_the_coverage_threshold(library: Library) -> None:
     answer = library.ask("What byte order does Modbus use?")
     check_grounded(answer)
-    assert answer["coverage"] == hc.GROUNDED_COVERAGE  # 3 of 4 key terms: exactly enough
+    assert answer["coverage"] == ha.GROUNDED_COVERAGE  # 3 of 4 key terms: exactly enough
     assert answer["sources"][0]["document_id"] == MODBUS
     byte_order = next(s for s in answer["sources"] if s["section"] == "Byte and word order")
     assert (
@@ -574,7 +575,7 @@ def test_ask_outside_the_library_is_insufficient(library: Library) -> None:
 def test_ask_borderline_is_insufficient_with_the_closest_sources(library: Library) -> None:
     answer = library.ask("How do I bake sourdough bread over Modbus?")
     assert answer["evidence_state"] == "insufficient"
-    assert answer["coverage"] < hc.GROUNDED_COVERAGE
+    assert answer["coverage"] < ha.GROUNDED_COVERAGE
     assert answer["missing_terms"] == ["bake", "sourdough", "bread"]
     assert (
         answer["sources"] and answer["sources"][0]["document_id"] == MODBUS
@@ -588,7 +589,7 @@ def test_ask_borderline_is_insufficient_with_the_closest_sources(library: Librar
 def test_ask_needs_concentrated_evidence(library: Library) -> None:
     """Every key term is somewhere, each in another passage: not grounded."""
     answer = library.ask("sparkplug baud coils handover", limit=4)
-    assert answer["coverage"] == 1.0 >= hc.GROUNDED_COVERAGE
+    assert answer["coverage"] == 1.0 >= ha.GROUNDED_COVERAGE
     assert (
         answer["evidence_state"] == "insufficient"
     )  # the best passage holds 1 of 4 < GROUNDED_TOP_COVERAGE
@@ -596,7 +597,7 @@ def test_ask_needs_concentrated_evidence(library: Library) -> None:
 
 
 def test_ask_unavailable_without_a_library() -> None:
-    for answer in (Shelf([]).ask("What is the Modbus port?"), hc.ask([], "x")):
+    for answer in (Shelf([]).ask("What is the Modbus port?"), ha.ask([], "x")):
         assert answer["evidence_state"] == "unavailable"
         assert answer["sources"] == [] and answer["library"] is None and answer["version"] is None
         assert answer["correlation_id"]
@@ -667,7 +668,7 @@ def test_get_serves_only_the_revision_asked_for(library: Library) -> None:
     assert library.get(MODBUS, revision=current)["found"] is True
     assert library.get(MODBUS, revision=current)["content"] == library.get(MODBUS)["content"]
     refused = library.get(MODBUS, revision=OLD)
-    assert refused["found"] is False and refused["code"] == "unavailable_revision"
+    assert refused["found"] is False and refused["error"]["code"] == "unavailable_revision"
     assert refused["revision"] == current and "content" not in refused and "sections" not in refused
     assert library.get(f"plant-floor:{MODBUS}", revision=current)["found"] is True
 
@@ -689,7 +690,7 @@ def test_rebuild_refuses_the_old_revision_and_serves_the_new(tmp_path: Path) -> 
     refused = library.get(MODBUS, revision=old[MODBUS])
     assert (
         refused["found"] is False
-        and refused["code"] == "unavailable_revision"
+        and refused["error"]["code"] == "unavailable_revision"
         and refused["revision"] == new
     )
     assert "content" not in refused
@@ -723,7 +724,7 @@ def test_shelf_list_qualifies_and_names_collisions(shelf: Shelf) -> None:
 
 def test_shelf_get(shelf: Shelf, site_b: Library) -> None:
     ambiguous = shelf.get(MODBUS)
-    assert ambiguous["found"] is False and ambiguous["code"] == "ambiguous_identity"
+    assert ambiguous["found"] is False and ambiguous["error"]["code"] == "ambiguous_identity"
     assert ambiguous["choices"] == ["plant-floor:protocol.modbus", "site-b:protocol.modbus"]
     assert "content" not in ambiguous
     qualified = shelf.get("site-b:protocol.modbus", section="Site B notes")
@@ -739,12 +740,12 @@ def test_shelf_get(shelf: Shelf, site_b: Library) -> None:
     revision = site_b.get(MODBUS)["revision"]
     assert shelf.get("site-b:protocol.modbus", revision=revision)["found"] is True
     stale = shelf.get("site-b:protocol.modbus", revision=OLD)
-    assert stale["found"] is False and stale["code"] == "unavailable_revision"
+    assert stale["found"] is False and stale["error"]["code"] == "unavailable_revision"
     unknown = shelf.get("device.acme.ac20")
     assert (
         unknown["found"] is False
-        and unknown["code"] == "unknown_identity"
-        and AC200 in unknown["error"]
+        and unknown["error"]["code"] == "unknown_identity"
+        and AC200 in unknown["error"]["message"]
     )
 
 
@@ -986,7 +987,7 @@ def test_cli_get_revision(published: Path, library: Library) -> None:
     assert run.exit_code == 1
     refused = json.loads(run.stdout)
     assert (
-        refused["code"] == "unavailable_revision"
+        refused["error"]["code"] == "unavailable_revision"
         and refused["revision"] == revision
         and "content" not in refused
     )

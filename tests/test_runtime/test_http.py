@@ -23,8 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handbook import Library
-from handbook.http import Reloader, create_app
+from handbook.http import create_app
+from handbook.reloader import Reloader
 from handbook.signing import load_private_key, public_key_of
+from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -116,11 +118,12 @@ def test_status_says_what_is_served(server: tuple[str, int]) -> None:
 def test_openapi_document(server: tuple[str, int]) -> None:
     status, doc = get_json(server, "/api/v1/openapi.json")
     assert status == 200 and doc["openapi"].startswith("3.1")
-    assert set(doc["paths"]) == {
-        f"/api/v1/{n}" for n in ("list", "get", "search", "collect", "ask", "status")
+    assert set(doc["paths"]) == {f"/api/v1/{t.verb}" for t in TOOLS} | {
+        "/api/v1/status",
+        "/api/v1/",
     }
     params = {p["name"] for p in doc["paths"]["/api/v1/get"]["get"]["parameters"]}
-    assert {"id", "section", "offset"} <= params
+    assert {"doc_id", "section", "offset", "revision", "lang"} <= params
 
 
 def test_unknown_endpoint_and_parameters(server: tuple[str, int]) -> None:

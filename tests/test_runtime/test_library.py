@@ -487,7 +487,7 @@ def test_get_unknown_section_lists_sections_and_close_matches(lib: Library) -> N
 @pytest.mark.parametrize("wanted", ["device.acme.ac20", "AC-200", "device.acme.AC200"])
 def test_get_unknown_id_suggests(lib: Library, wanted: str) -> None:
     resp = lib.get(wanted)
-    assert resp["found"] is False and wanted in resp["error"]
+    assert resp["found"] is False and wanted in resp["error"]["message"]
     assert "device.acme.ac200" in resp["suggestions"]
     assert resp["available_ids"] == EXAMPLE_IDS
 
@@ -1074,7 +1074,7 @@ def lunr_index(built: Path) -> Any:
 def test_search_matches_lunr(lib: Library, lunr_index: Any, query: str) -> None:
     expected = [(r["ref"], round(r["score"], 6)) for r in lunr_index.search(query)][:10]
     assert expected
-    index = lib._state.search
+    index = lib.snapshot.retriever.index
     doc_ids, anchors = index.strings("doc_id"), index.strings("entry_anchor")
     ours = []
     for hit in _index_hits(index, query)[:10]:

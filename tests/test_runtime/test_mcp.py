@@ -18,6 +18,7 @@ from handbook import Library
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.signing import load_private_key, public_key_of
+from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -46,17 +47,7 @@ async def exercise(client: Client, library: Library) -> None:
     """Everything an agent host does: list and call each tool, read a resource."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     definitions = {t["name"]: t for t in json.loads(library.bundle.read("tools.json"))["tools"]}
-    assert (
-        set(tools)
-        == set(definitions)
-        == {
-            "knowledge_list",
-            "knowledge_get",
-            "knowledge_search",
-            "knowledge_collect",
-            "knowledge_ask",
-        }
-    )
+    assert set(tools) == set(definitions) == {tool.name for tool in TOOLS}
     for name, tool in tools.items():
         assert tool.input_schema == definitions[name]["inputSchema"]
         assert tool.output_schema == definitions[name]["outputSchema"]
@@ -137,9 +128,8 @@ def test_stdio_refuses_an_untrusted_bundle(published: Path) -> None:
         async with Client(params, mode="legacy") as client:
             await client.list_tools()
 
-    with pytest.raises(
-        Exception
-    ):  # the process exits (refused: no trusted key) before the handshake  # noqa: B017
+    # the process exits (refused: no trusted key) before the handshake
+    with pytest.raises(Exception):  # noqa: B017
         anyio.run(main)
 
 
@@ -228,11 +218,5 @@ def test_token_guards_mcp(library: Library) -> None:
             ):
                 return [t.name for t in (await client.list_tools()).tools]
 
-        assert anyio.run(main) == [
-            "knowledge_list",
-            "knowledge_get",
-            "knowledge_search",
-            "knowledge_collect",
-            "knowledge_ask",
-        ]
+        assert anyio.run(main) == [tool.name for tool in TOOLS]
         assert request(address, "/api/v1/status")[0] == 401

@@ -13,18 +13,13 @@ import yaml
 from conftest import ROOT, run_cli
 
 from handbook.signing import load_private_key
-from handbook.tools import FORMATS, convert
+from handbook.tool_formats import FORMATS, convert
+from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
 KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-NAMES = [
-    "knowledge_list",
-    "knowledge_get",
-    "knowledge_search",
-    "knowledge_collect",
-    "knowledge_ask",
-]
+NAMES = [tool.name for tool in TOOLS]
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +81,16 @@ def test_inputs_validate_against_the_schemas(bundle: Path) -> None:
         t["name"]: t["inputSchema"]
         for t in json.loads((bundle / "tools.json").read_text())["tools"]
     }
-    good = {"doc_id": "device.acme.ac200", "section": None}
+    good = {
+        "doc_id": "device.acme.ac200",
+        "section": None,
+        "offset": None,
+        "revision": None,
+        "lang": None,
+    }
     jsonschema.validate(good, tools["knowledge_get"])
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({"doc_id": "x", "section": None, "extra": 1}, tools["knowledge_get"])
+        jsonschema.validate({**good, "extra": 1}, tools["knowledge_get"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"query": "x", "limit": 0}, tools["knowledge_search"])
 

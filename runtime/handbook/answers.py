@@ -1,0 +1,196 @@
+"""The shapes of the answers agents get: plain JSON-ready dicts, typed.
+
+Every handler returns one of these and never raises. Keys are optional (``total=False``)
+because an answer that refuses (``error``) or misses (``found: false``) carries another
+subset of them; the tool table's output schemas (`handbook.tools`) say which keys a
+successful answer always has, and a test keeps the two in step. Every answer may carry
+the envelope keys of `Answer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class ErrorInfo(TypedDict):
+    """Why a call was refused: a stable `code` to branch on and a message saying what to do."""
+
+    code: str
+    message: str
+
+
+class Answer(TypedDict, total=False):
+    """The envelope every answer shares."""
+
+    error: ErrorInfo
+    hint: str
+    truncated: bool
+    """Something was left out to stay within the operator's `max_response_chars`."""
+    response_chars: int
+    """The size of this answer as JSON, itself included."""
+
+
+class SectionInfo(TypedDict):
+    title: str
+    anchor: str
+    chars: int
+
+
+class DocSummary(TypedDict, total=False):
+    id: str
+    kind: str
+    title: str
+    summary: str
+    verified: str
+    chars: int
+    sections: list[SectionInfo]
+    ref: str
+    """`<library>:<id>`, on a shelf of several libraries."""
+    library: str
+
+
+class ListAnswer(Answer, total=False):
+    count: int
+    """How many docs match, of which `returned` are in `docs`."""
+    docs: list[DocSummary]
+    returned: int
+    offset: int
+    next_offset: int
+    """Where the next page starts, when there are more docs than this answer holds."""
+    collisions: list[str]
+    """On a shelf: ids that several libraries hold."""
+
+
+class ResourceInfo(TypedDict):
+    path: str
+    bytes: int
+    media_type: str
+
+
+class GetAnswer(Answer, total=False):
+    found: bool
+    id: str
+    ref: str
+    library: str
+    title: str
+    metadata: dict[str, Any]
+    revision: str
+    url: str
+    lang: str
+    requested_lang: str
+    fallback: bool
+    sections: list[SectionInfo]
+    sections_omitted: int
+    section: dict[str, str]
+    resources: list[ResourceInfo]
+    content: str
+    offset: int
+    next_offset: int
+    code: str
+    suggestions: list[str]
+    choices: list[str]
+    available_ids: list[str]
+    available_ids_truncated: bool
+
+
+class SearchHit(TypedDict, total=False):
+    id: str
+    title: str
+    section: str | None
+    anchor: str | None
+    score: float
+    excerpt: str
+    ref: str
+    library: str
+
+
+class SearchAnswer(Answer, total=False):
+    count: int
+    hits: list[SearchHit]
+    returned: int
+
+
+class CollectItem(TypedDict, total=False):
+    ref: str
+    id: str
+    library: str
+    revision: str
+    title: str
+    content: str
+    whole: bool
+    bytes: int
+    sections: list[str]
+
+
+class Omission(TypedDict, total=False):
+    id: str | None
+    reason: str
+    detail: str
+    choices: list[str]
+    count: int
+
+
+class CollectAnswer(Answer, total=False):
+    items: list[CollectItem]
+    omissions: list[Omission]
+    no_match: bool
+    bytes_used: int
+    budget: int | None
+
+
+class Source(TypedDict, total=False):
+    document_id: str
+    ref: str
+    title: str
+    version: str | None
+    section: str | None
+    anchor: str | None
+    excerpt: str
+    score: float
+
+
+class AskAnswer(Answer, total=False):
+    answer: str
+    evidence_state: str
+    """grounded | insufficient | unavailable"""
+    sources: list[Source]
+    library: str | None
+    version: str | None
+    correlation_id: str
+    coverage: float
+    key_terms: list[str]
+    missing_terms: list[str]
+
+
+class ResourceAnswer(Answer, total=False):
+    found: bool
+    id: str
+    ref: str
+    revision: str
+    path: str
+    bytes: int
+    sha256: str
+    media_type: str
+    content: str
+    content_base64: str
+    code: str
+    suggestions: list[str]
+    resources: list[str]
+
+
+class StatusAnswer(Answer, total=False):
+    library: str
+    version: str
+    built_at: str
+    docs: int
+    signature: str
+    signed_by: list[str]
+    loaded_at: str
+    path: str
+    last_reload_error: str | None
+    languages: dict[str, dict[str, int]]
+    libraries: list[StatusAnswer]
+
+
+def refusal(code: str, message: str) -> ErrorInfo:
+    return {"code": code, "message": message}

@@ -1,0 +1,106 @@
+"""The retriever seam: what ranks a query over a verified bundle's passages.
+
+A passage is a doc's own entry (title, keywords, summary, overview) or one of its ``##``
+sections. Handlers never read search arrays themselves: they ask a `Retriever` for
+scored passages and for where each passage lives, so another ranking (a semantic one,
+an external engine with the same fields and boosts) can stand behind the same tools.
+`LexicalRetriever`, lunr-compatible and answering from ``search.bin`` in place, is the
+default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Sequence
+from typing import NamedTuple, Protocol
+
+from .bundle import Bundle
+from .errors import BundleError
+from .layout import SEARCH, content_path
+from .query import Clause
+from .search import Hit, SearchIndex
+
+
+class Passage(NamedTuple):
+    """Where a ranked entry lives: its doc (catalog position, id, title, content file) and
+    its section ("" title and anchor for the doc's own entry), as a UTF-8 byte range."""
+
+    doc: int
+    doc_id: str
+    doc_title: str
+    title: str
+    anchor: str
+    start: int
+    end: int
+    content: str
+
+
+class Retriever(Protocol):
+    """Ranks parsed queries over one verified bundle."""
+
+    def rank(
+        self,
+        clauses: Sequence[Clause],
+        limit: int | None = None,
+        docs: Container[int] | None = None,
+    ) -> tuple[int, list[Hit]]:
+        """(how many passages match, the best `limit` of them, best first); with `docs`,
+        only passages of those docs (catalog positions) count."""
+        ...
+
+    def scores(self, clauses: Sequence[Clause]) -> dict[int, float]:
+        """Every matching passage's score."""
+        ...
+
+    def passage(self, entry: int) -> Passage: ...
+
+    def indexed_docs(self) -> frozenset[int]:
+        """The docs (catalog positions) that have at least one passage."""
+        ...
+
+
+class LexicalRetriever:
+    """lunr's ranking, exactly, over the compact search file (`handbook.search`)."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+        self._doc_id = index.strings("doc_id")
+        self._doc_title = index.strings("doc_title")
+        self._title = index.strings("entry_title")
+        self._anchor = index.strings("entry_anchor")
+
+    def rank(
+        self,
+        clauses: Sequence[Clause],
+        limit: int | None = None,
+        docs: Container[int] | None = None,
+    ) -> tuple[int, list[Hit]]:
+        return self.index.search(clauses, limit, docs=docs)
+
+    def scores(self, clauses: Sequence[Clause]) -> dict[int, float]:
+        return self.index.scores(clauses)[0]
+
+    def passage(self, entry: int) -> Passage:
+        index = self.index
+        doc = index.entry_doc[entry]
+        return Passage(
+            doc,
+            self._doc_id[doc],
+            self._doc_title[doc],
+            self._title[entry],
+            self._anchor[entry],
+            index.entry_start[entry],
+            index.entry_end[entry],
+            content_path(index.content_sha(doc)),
+        )
+
+    def indexed_docs(self) -> frozenset[int]:
+        return frozenset(self.index.entry_doc)
+
+
+def open_retriever(bundle: Bundle) -> Retriever:
+    """The retriever for a verified bundle: the lexical one over its search file."""
+    if SEARCH not in bundle.manifest.signed.files:
+        raise BundleError(
+            f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook"
+        )
+    return LexicalRetriever(SearchIndex(bundle.read(SEARCH)))

@@ -1,0 +1,181 @@
+"""The output schemas of the tools: what a successful answer always holds.
+
+They name the keys an agent can rely on and allow more (answers grow compatibly: a
+reader of the same major format version accepts new keys). A test checks them against
+the `TypedDict`s of `handbook.answers`, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_STRING = {"type": "string"}
+_OPT_STRING = {"type": ["string", "null"]}
+_INT = {"type": "integer"}
+_BOOL = {"type": "boolean"}
+
+
+def _result(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """Output schemas name what is always there and allow more: results grow."""
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def _array(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+_ENVELOPE = {
+    "truncated": _BOOL,
+    "response_chars": _INT,
+    "hint": _STRING,
+}
+
+_SECTION = _result({"title": _STRING, "anchor": _STRING, "chars": _INT}, ["title", "anchor"])
+
+DOC_SUMMARY = _result(
+    {
+        "id": _STRING,
+        "kind": _STRING,
+        "title": _STRING,
+        "summary": _STRING,
+        "verified": _STRING,
+        "chars": _INT,
+        "sections": _array(_SECTION),
+    },
+    ["id", "title", "summary"],
+)
+
+LIST = _result(
+    {
+        "count": _INT,
+        "docs": _array(DOC_SUMMARY),
+        "returned": _INT,
+        "offset": _INT,
+        "next_offset": _INT,
+        **_ENVELOPE,
+    },
+    ["count", "docs"],
+)
+
+GET = _result(
+    {
+        "found": _BOOL,
+        "id": _STRING,
+        "title": _STRING,
+        "metadata": {"type": "object"},
+        "revision": _STRING,
+        "url": _STRING,
+        "sections": _array(_SECTION),
+        "content": _STRING,
+        "offset": _INT,
+        "next_offset": _INT,
+        "suggestions": _array(_STRING),
+        **_ENVELOPE,
+    },
+    ["found"],
+)
+
+HIT = _result(
+    {
+        "id": _STRING,
+        "title": _STRING,
+        "section": _OPT_STRING,
+        "anchor": _OPT_STRING,
+        "score": {"type": "number"},
+        "excerpt": _STRING,
+    },
+    ["id", "title", "score"],
+)
+
+SEARCH = _result(
+    {"count": _INT, "hits": _array(HIT), "returned": _INT, **_ENVELOPE},
+    ["count", "hits"],
+)
+
+REVISION_PAIR = {
+    "type": "object",
+    "properties": {"id": _STRING, "revision": _STRING},
+    "required": ["id", "revision"],
+    "additionalProperties": False,
+}
+
+COLLECT = _result(
+    {
+        "items": _array(
+            _result(
+                {
+                    "ref": _STRING,
+                    "id": _STRING,
+                    "library": _STRING,
+                    "revision": _STRING,
+                    "title": _STRING,
+                    "content": _STRING,
+                    "whole": _BOOL,
+                    "bytes": _INT,
+                },
+                ["ref", "id", "revision", "title", "content"],
+            )
+        ),
+        "omissions": _array(
+            _result({"id": _OPT_STRING, "reason": _STRING, "detail": _STRING}, ["reason"])
+        ),
+        "no_match": _BOOL,
+        "bytes_used": _INT,
+        "budget": {"type": ["integer", "null"]},
+        **_ENVELOPE,
+    },
+    ["items", "omissions", "no_match", "bytes_used"],
+)
+
+ASK = _result(
+    {
+        "answer": _STRING,
+        "evidence_state": {"type": "string", "enum": ["grounded", "insufficient", "unavailable"]},
+        "sources": _array(
+            _result(
+                {
+                    "document_id": _STRING,
+                    "ref": _STRING,
+                    "title": _STRING,
+                    "version": _OPT_STRING,
+                    "section": _OPT_STRING,
+                    "excerpt": _STRING,
+                },
+                ["document_id", "title", "excerpt"],
+            )
+        ),
+        "library": _OPT_STRING,
+        "version": _OPT_STRING,
+        "correlation_id": _STRING,
+        **_ENVELOPE,
+    },
+    ["answer", "evidence_state", "sources", "correlation_id"],
+)
+
+RESOURCE = _result(
+    {
+        "found": _BOOL,
+        "id": _STRING,
+        "revision": _STRING,
+        "path": _STRING,
+        "bytes": _INT,
+        "sha256": _STRING,
+        "media_type": _STRING,
+        "content": _STRING,
+        "content_base64": _STRING,
+        **_ENVELOPE,
+    },
+    ["found"],
+)
+
+STATUS = _result(
+    {
+        "library": _STRING,
+        "version": _STRING,
+        "docs": _INT,
+        "signature": _STRING,
+        "loaded_at": _STRING,
+        "libraries": _array({"type": "object"}),
+    },
+    [],
+)

@@ -1,0 +1,85 @@
+"""`search`: the best passages for a query, with the words that matched in an excerpt.
+
+Queries use lunr's syntax (`handbook.query`); the ranking is the retriever's
+(`handbook.retriever`). A hit names its doc and section, so the agent can read exactly
+that part with `get(id, section)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .answers import SearchAnswer, SearchHit
+from .bounds import check_limit
+from .listing import cut
+from .query import QueryError, parse
+from .search import Hit
+from .snapshot import WORD, Snapshot
+from .stemmer import stem
+
+DEFAULT_SEARCH_LIMIT = 10
+EXCERPT_CHARS = 240
+NO_MATCH_HINT = "No section matches. Try other words, fewer words, or list() to browse."
+
+
+def search_passages(
+    snap: Snapshot, max_chars: int, query: Any, limit: Any, lang: Any = None
+) -> SearchAnswer:
+    checked = check_limit(limit, DEFAULT_SEARCH_LIMIT)
+    if isinstance(checked, dict):
+        return {"count": 0, "hits": [], "error": checked}
+    docs = None
+    if lang is not None and str(lang).lower() != "any":
+        problem = snap.filter_problem("lang", lang)
+        if problem:
+            return {"count": 0, "hits": [], "returned": 0, "hint": problem}
+        docs = set(snap.languages[str(lang)])
+    try:
+        total, found = snap.retriever.rank(parse(query), checked, docs=docs)
+    except QueryError as exc:
+        return {"count": 0, "hits": [], "error": exc.to_dict()}
+    hits = [render_hit(snap, hit) for hit in found]
+    return bounded_hits(hits, total, checked, "" if hits else NO_MATCH_HINT, max_chars)
+
+
+def bounded_hits(
+    hits: list[SearchHit], count: int, limit: int, hint: str, max_chars: int
+) -> SearchAnswer:
+    kept, truncated, hint = cut(hits, count, limit, hint, max_chars, {"count": count})
+    out: SearchAnswer = {
+        "count": count,
+        "hits": kept,
+        "truncated": truncated,
+        "returned": len(kept),
+    }
+    if hint:
+        out["hint"] = hint
+    return out
+
+
+def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
+    passage = snap.retriever.passage(hit.entry)
+    return {
+        "id": passage.doc_id,
+        "title": passage.doc_title,
+        "section": passage.title or None,
+        "anchor": passage.anchor or None,
+        "score": round(hit.score, 4),
+        "excerpt": excerpt(snap, hit),
+    }
+
+
+def excerpt(snap: Snapshot, hit: Hit) -> str:
+    """About EXCERPT_CHARS of the passage, from just before the first word that matched."""
+    passage = snap.retriever.passage(hit.entry)
+    content = snap.bundle.read(passage.content)
+    text = content[passage.start : passage.end].decode("utf-8", "replace")
+    text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
+    position = 0
+    for m in WORD.finditer(text):
+        if stem(m.group().lower()) in hit.terms:
+            position = m.start()
+            break
+    start = max(0, position - EXCERPT_CHARS // 3)
+    window = " ".join(text[start : start + EXCERPT_CHARS].split())
+    return ("…" if start else "") + window + ("…" if start + EXCERPT_CHARS < len(text) else "")

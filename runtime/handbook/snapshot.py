@@ -1,0 +1,238 @@
+"""`Snapshot`: one verified bundle and everything derived from it, replaced whole on reload.
+
+A call reads one snapshot from start to end, so a reload in the middle of it can never
+mix two bundles: lookups by id, languages, filters and the retriever all travel with
+the bundle they were made from. The maps are built on first use (a process that only
+searches never parses the catalog).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+from .answers import GetAnswer
+from .bounds import clip
+from .bundle import Bundle
+from .catalog import DocEntry, SectionEntry
+from .retriever import Retriever, open_retriever
+from .stemmer import stem
+from .tools import ToolContext, context_of
+
+MAX_AVAILABLE_IDS = 50
+_COMPACT = re.compile(r"[\W_]+")
+WORD = re.compile(r"\w+")
+
+
+def compact(text: str) -> str:
+    """`AC-200`, `ac 200` and `AC200` all become `ac200`."""
+    return _COMPACT.sub("", text.lower())
+
+
+class Snapshot:
+    """What one verified bundle answers from."""
+
+    def __init__(self, bundle: Bundle, retriever: Retriever, loaded_at: str) -> None:
+        self.bundle, self.retriever, self.loaded_at = bundle, retriever, loaded_at
+
+    @classmethod
+    def of(cls, bundle: Bundle, loaded_at: str) -> Snapshot:
+        return cls(bundle, open_retriever(bundle), loaded_at)
+
+    @property
+    def name(self) -> str:
+        """The library's name, as signed."""
+        return self.bundle.manifest.signed.library
+
+    @property
+    def version(self) -> str:
+        return self.bundle.manifest.signed.version
+
+    @property
+    def docs(self) -> Sequence[DocEntry]:
+        return self.bundle.catalog.docs
+
+    @property
+    def default_lang(self) -> str:
+        return self.bundle.catalog.library.default_lang or ""
+
+    def lang_of(self, doc: DocEntry) -> str:
+        """A doc's language: its `lang`, else the library's default ("" when neither)."""
+        return str(doc.meta.get("lang") or self.default_lang)
+
+    @cached_property
+    def tool_context(self) -> ToolContext:
+        """What the tool definitions say about this library."""
+        return context_of([self.bundle.catalog])
+
+    @cached_property
+    def by_id(self) -> dict[str, int]:
+        """id -> catalog position of its doc in the default language (or, for an id that
+        has no doc in it, in the first language by tag)."""
+        default = self.default_lang
+        out: dict[str, int] = {}
+        for n, doc in enumerate(self.docs):
+            if doc.id not in out or self.lang_of(doc) == default:
+                out[doc.id] = n
+        return out
+
+    @cached_property
+    def languages(self) -> dict[str, list[int]]:
+        """language -> catalog positions of its docs ("" for no language at all)."""
+        out: dict[str, list[int]] = {}
+        for n, doc in enumerate(self.docs):
+            out.setdefault(self.lang_of(doc), []).append(n)
+        return out
+
+    @cached_property
+    def identities(self) -> dict[str, list[int]]:
+        """Compact id, title, keyword, alias or metadata value -> the docs that have it."""
+        out: dict[str, list[int]] = {}
+        for n, doc in enumerate(self.docs):
+            values = [doc.id, doc.title, *doc.keywords, *doc.aliases]
+            values += [v for v in doc.meta.values() if isinstance(v, str)]
+            for value in {compact(v) for v in values if v}:
+                out.setdefault(value, []).append(n)
+        return out
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def doc(self, doc_id: str) -> DocEntry | None:
+        """The entry of `doc_id` (or `<this library>:<id>`) in the default language, or None."""
+        wanted = doc_id.strip().removeprefix(f"{self.name}:")
+        index = self.by_id.get(wanted)
+        return None if index is None else self.docs[index]
+
+    def in_lang(self, doc_id: str, lang: str) -> DocEntry | None:
+        """`doc_id`'s doc in language `lang`, or None."""
+        positions = self.languages.get(lang, [])
+        return next((self.docs[n] for n in positions if self.docs[n].id == doc_id), None)
+
+    def read(self, doc: DocEntry) -> bytes:
+        """The doc's verified content."""
+        return self.bundle.read(doc.content)
+
+    def suggest(self, doc_id: str) -> list[str]:
+        """Ids close to `doc_id`: aliases and keywords, similar spellings, substrings."""
+        ids = [d.id for d in self.docs]
+        wanted = doc_id.strip().lower()
+        key = compact(wanted)
+        aliases = [self.docs[n].id for n in self.identities.get(key, ())]
+        close = close_matches(wanted, ids, n=5, cutoff=0.5)
+        contains = [i for i in ids if key and (key in compact(i) or compact(i) in key)]
+        return list(dict.fromkeys([*aliases, *close, *contains]))[:10]
+
+    def unknown_id(self, doc_id: str) -> GetAnswer:
+        ids = [d.id for d in self.docs]
+        return {
+            "found": False,
+            "error": {"code": "unknown_id", "message": f"no doc with id {clip(doc_id)!r}"},
+            "suggestions": self.suggest(doc_id),
+            "available_ids": ids[:MAX_AVAILABLE_IDS],
+            "available_ids_truncated": len(ids) > MAX_AVAILABLE_IDS,
+            "hint": "Use one of the suggestions, or list() to find the right id.",
+        }
+
+    # -- filters -------------------------------------------------------------------------------
+
+    def filter_problem(self, name: str, value: Any) -> str | None:
+        """Why `name=value` matches no doc of this bundle (an unknown field or value), or
+        None. `lang` is every doc's language, its own or the library's default."""
+        if name == "lang":
+            if str(value) in self.languages:
+                return None
+            known = ", ".join(sorted(self.languages))
+            return f"No docs in language {clip(str(value))!r}; the languages are {known}."
+        filters = self.bundle.catalog.library.filters
+        if name not in filters:
+            return (
+                f"No field {clip(name)!r} to filter on. Known fields: {', '.join(sorted(filters))}."
+            )
+        known_values = filters[name].get("values")
+        if known_values is not None and str(value).strip().lower() not in {
+            v.lower() for v in known_values
+        }:
+            return (
+                f"No doc has {name} = {clip(str(value))!r}. "
+                f"Known values of {name}: {', '.join(known_values)}."
+            )
+        return None
+
+    def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
+        """Whether `doc` passes every filter: case-insensitive, list fields by membership."""
+        return all(
+            self.lang_of(doc) == str(v) if k == "lang" else _matches(field(doc, k), v)
+            for k, v in filters.items()
+        )
+
+    # -- passages --------------------------------------------------------------------------------
+
+    def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
+        """The stemmed words of one section (or of a doc's overview when `anchor` is
+        empty), as `ask` compares them with a question."""
+        doc = self.doc(doc_id)
+        if doc is None:
+            return frozenset()
+        content = self.read(doc)
+        section = next((s for s in doc.sections if s.anchor == anchor), None) if anchor else None
+        if section is not None:  # what the section's entry indexes: its text, and the doc's title
+            text = (
+                doc.title + "\n" + content[section.start : section.end].decode("utf-8", "replace")
+            )
+        else:  # the doc's own entry: title, keywords, aliases, summary and overview
+            overview = content[: doc.sections[0].start] if doc.sections else content
+            parts = [doc.title, *doc.keywords, *doc.aliases, doc.summary]
+            text = "\n".join([*parts, overview.decode("utf-8", "replace")])
+        return frozenset(stem(w.lower()) for w in WORD.findall(text))
+
+
+def active_filters(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """The filters that filter: None and "any" mean no filter."""
+    return {k: v for k, v in filters.items() if v is not None and str(v).lower() != "any"}
+
+
+def field(doc: DocEntry, name: str) -> Any:
+    """A doc's value for a filterable field (core fields, or frontmatter metadata)."""
+    if name in ("id", "kind", "title", "summary", "verified"):
+        return getattr(doc, name)
+    if name in ("keywords", "aliases"):
+        return list(getattr(doc, name))
+    return doc.meta.get(name)
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    wanted_text = str(wanted).strip().lower()
+    if isinstance(value, list):
+        return any(_scalar(v) == wanted_text for v in value)
+    return value is not None and _scalar(value) == wanted_text
+
+
+def _scalar(value: Any) -> str:
+    return str(value).lower() if not isinstance(value, bool) else ("true" if value else "false")
+
+
+def find_section(doc: DocEntry, wanted: str) -> SectionEntry | None:
+    """By title or anchor, in any case; "## Title" as written in markdown works too;
+    else the one section whose title or anchor starts with `wanted` (a rule code names
+    its section without the rest of the heading)."""
+    key = wanted.strip().lower()
+    for candidate in (key, key.lstrip("#").strip()):
+        for section in doc.sections:
+            if candidate in (section.title.lower(), section.anchor.lower()):
+                return section
+    key = key.lstrip("#").strip()
+    starting = [
+        s
+        for s in doc.sections
+        if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))
+    ]
+    return starting[0] if len(starting) == 1 else None
+
+
+def close_matches(word: str, candidates: Sequence[str], n: int, cutoff: float) -> list[str]:
+    """difflib's close matches; imported on the first miss, not at every start."""
+    import difflib
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
