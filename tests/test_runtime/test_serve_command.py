@@ -133,6 +133,6 @@ def test_index_plain_mcp_get_and_ctrl_c(bundles: dict[str, Path]) -> None:
         assert status == 405 and headers["allow"] == "POST, DELETE" and b"POST" in body
         assert time.monotonic() - started < 30
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "Aborted" not in err and "Traceback" not in err
