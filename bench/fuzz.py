@@ -79,7 +79,7 @@ from handbook.library import Library
 from handbook.manifest import Manifest
 from handbook.query import MAX_EDIT_DISTANCE, MAX_TERMS, MAX_WILDCARDS, QueryError
 from handbook.query import parse as parse_query
-from handbook.search import MAGIC
+from handbook.search_format import MAGIC
 from handbook.signing import (
     MANIFEST_TAG,
     PublicKey,

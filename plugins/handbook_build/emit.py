@@ -20,7 +20,7 @@ from typing import Any
 
 from mkdocs.structure.files import File
 
-from handbook import canonical, search
+from handbook import canonical, search_format
 from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
 from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
 from handbook.tools import context_of, definitions
@@ -109,7 +109,7 @@ def search_file(
     if len(entry_doc) != len(index.refs):
         raise RuntimeError("the index and the catalog disagree about the entries")
     terms, lunr_index, offsets, post_entry, post_score = index.search_arrays()
-    return search.write(
+    return search_format.write(
         terms=terms,
         lunr_index=lunr_index,
         offsets=offsets,

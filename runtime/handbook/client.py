@@ -26,7 +26,8 @@ from .answers import (
     StatusAnswer,
 )
 from .bundle import Bundle
-from .tools import BY_NAME, ToolContext
+from .tool_model import ToolContext
+from .tools import BY_NAME
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024

@@ -14,7 +14,8 @@ from typing import Any
 
 from .bounds import clip, refusal, with_size
 from .served import Served
-from .tools import BY_NAME, TOOLS, Tool
+from .tool_model import Tool
+from .tools import BY_NAME, TOOLS
 
 NAMES = ", ".join(tool.name for tool in TOOLS)
 

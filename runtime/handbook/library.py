@@ -42,7 +42,7 @@ from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, search_passages
 from .signing import PublicKey
 from .snapshot import Snapshot
-from .tools import ToolContext
+from .tool_model import ToolContext
 from .trust import TrustPolicy
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from . import __version__, schemas
 from .served import Served
-from .tools import TOOLS, Tool, ToolContext
+from .tool_model import Tool, ToolContext
+from .tools import TOOLS
 
 API = "/api/v1"
 

@@ -20,7 +20,7 @@ from .answers import (
     SearchAnswer,
     StatusAnswer,
 )
-from .tools import ToolContext
+from .tool_model import ToolContext
 
 if TYPE_CHECKING:
     from .bundle import Bundle

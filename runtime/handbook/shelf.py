@@ -39,7 +39,8 @@ from .query import QueryError, parse
 from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, NO_MATCH_HINT, bounded_hits, render_hit
 from .snapshot import Snapshot, active_filters
-from .tools import ToolContext, context_of
+from .tool_model import ToolContext
+from .tools import context_of
 
 
 class Shelf:

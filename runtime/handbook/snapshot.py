@@ -19,7 +19,8 @@ from .bundle import Bundle
 from .catalog import DocEntry, SectionEntry
 from .retriever import Retriever, open_retriever
 from .stemmer import stem
-from .tools import ToolContext, context_of
+from .tool_model import ToolContext
+from .tools import context_of
 
 MAX_AVAILABLE_IDS = 50
 _COMPACT = re.compile(r"[\W_]+")

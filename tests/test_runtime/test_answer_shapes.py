@@ -11,7 +11,8 @@ import pytest
 from conftest import ROOT
 
 from handbook import Library
-from handbook.tools import TOOLS, Tool
+from handbook.tool_model import Tool
+from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -1,0 +1,201 @@
+"""Where the command line's knowledge comes from, and its query commands.
+
+Every command that reads knowledge takes the same `--bundle` (repeatable: several
+libraries on one shelf), `--key` and `--allow-unsigned`. The query commands (`list`,
+`get`, `search`, `collect`, `ask`, `resource`) are generated from the tool table: one
+command per tool, its parameters as arguments and options, answered through
+`handbook.dispatch` like every other transport.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from . import render
+from .dispatch import call, from_text
+from .errors import BundleError, KeyFormatError
+from .served import Served
+from .signing import TRUSTED_KEYS_ENV
+from .tool_model import Param, Tool
+
+if TYPE_CHECKING:
+    from .library import Library
+
+DEFAULT_BUNDLE = "build/bundle"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+KEY_OPTIONS: list[tuple[list[str], dict[str, Any]]] = [
+    (
+        ["--key", "keys"],
+        {
+            "multiple": True,
+            "metavar": "ed25519:…",
+            "help": f"A trusted public key (repeatable); also read from ${TRUSTED_KEYS_ENV}.",
+        },
+    ),
+    (
+        ["--allow-unsigned"],
+        {"is_flag": True, "help": "Accept a bundle without signatures (hashes are still checked)."},
+    ),
+]
+SOURCE_OPTIONS = [
+    (
+        ["--bundle", "bundle_paths"],
+        {
+            "multiple": True,
+            "metavar": "DIR|URL",
+            "help": "A bundle to read: a folder, the symlink `handbook build` publishes, or the URL of "
+            "a published bundle. Repeat it to serve several libraries at once. "
+            f"[default: {DEFAULT_BUNDLE}]",
+        },
+    ),
+    *KEY_OPTIONS,
+]
+"""Where the knowledge comes from and whom to trust, for every command that reads it."""
+
+
+def _options(specs: list[tuple[list[str], dict[str, Any]]]) -> Callable[[F], F]:
+    def decorate(command: F) -> F:
+        for decls, attrs in reversed(specs):
+            command = click.option(*decls, **attrs)(command)
+        return command
+
+    return decorate
+
+
+key_options = _options(KEY_OPTIONS)
+bundle_options = _options(SOURCE_OPTIONS)
+
+
+def open_served(paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool) -> Served:
+    """The library at each path (a `Shelf` when there are several), or exit: 2 for a
+    malformed key, 1 naming the cause for a refused bundle."""
+    return open_sources(paths, keys, allow_unsigned)[0]
+
+
+def open_sources(
+    paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool
+) -> tuple[Served, dict[str, Library]]:
+    from .library import Library
+    from .shelf import Shelf
+
+    libraries: dict[str, Library] = {}
+    for path in paths or [DEFAULT_BUNDLE]:
+        try:
+            libraries[path] = Library.open(path, keys, allow_unsigned=allow_unsigned)
+        except KeyFormatError as exc:
+            raise click.UsageError(f"--key: {exc}") from None
+        except BundleError as exc:
+            click.echo(f"refused: {path}: {exc}" if len(paths) > 1 else f"refused: {exc}", err=True)
+            sys.exit(1)
+    if len(libraries) == 1:
+        return next(iter(libraries.values())), dict(libraries)
+    try:
+        return Shelf(libraries.values()), dict(libraries)
+    except ValueError as exc:
+        raise click.UsageError(f"--bundle: {exc}") from None
+
+
+# -- the query commands, from the tool table -------------------------------------------------
+
+FILTER_OPTION = click.Option(
+    ["--filter", "-f", "filters"],
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Only docs whose frontmatter FIELD is VALUE (repeatable; list fields by membership).",
+)
+EXTRA_OPTIONS: dict[str, list[click.Parameter]] = {
+    "resource": [
+        click.Option(
+            ["-o", "--output"],
+            type=click.Path(dir_okay=False, writable=True),
+            help="Write the verified bytes to this file.",
+        )
+    ]
+}
+"""Presentation options of one command (where to write), beside the tool's parameters."""
+
+
+def _click_param(param: Param) -> click.Parameter:
+    kinds = param.schema.get("type")
+    if param.positional:
+        return click.Argument([param.name], metavar=param.name.upper().replace("DOC_ID", "ID"))
+    flags = list(param.flags or (f"--{param.name.replace('_', '-')}",))
+    many = kinds == "array"
+    metavar = (
+        "ID=REVISION" if param.name == "revisions" else ("ID" if param.name == "ids" else None)
+    )
+    value_type: Any = click.INT if kinds == "integer" else click.STRING
+    return click.Option(
+        [*flags, param.name],
+        type=value_type,
+        multiple=many,
+        metavar=metavar,
+        help=param.description,
+    )
+
+
+def tool_command(tool: Tool) -> click.Command:
+    """The command for one tool."""
+    params: list[click.Parameter] = [_click_param(p) for p in tool.params]
+    if tool.filters:
+        params.append(FILTER_OPTION)
+    params += EXTRA_OPTIONS.get(tool.verb, [])
+
+    def run(
+        bundle_paths: tuple[str, ...],
+        keys: tuple[str, ...],
+        allow_unsigned: bool,
+        as_json: bool,
+        **given: Any,
+    ) -> None:
+        options = {
+            name: given.pop(name)
+            for name in [o.name for o in EXTRA_OPTIONS.get(tool.verb, [])]
+            if name
+        }
+        arguments = _arguments(tool, given)
+        answer = call(open_served(bundle_paths, keys, allow_unsigned), tool.name, arguments)
+        if as_json:
+            click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
+        else:
+            render.show(tool.verb, answer, options)
+        if render.failed(tool.verb, answer):
+            sys.exit(1)
+
+    params += [click.Option(decls, **attrs) for decls, attrs in SOURCE_OPTIONS]
+    params.append(
+        click.Option(
+            ["--json", "as_json"], is_flag=True, help="Print exactly the tool's answer as JSON."
+        )
+    )
+    return click.Command(tool.verb, params=params, callback=run, help=tool.summary)
+
+
+def _arguments(tool: Tool, given: dict[str, Any]) -> dict[str, Any]:
+    """The tool's JSON arguments from parsed command-line values."""
+    pairs: list[tuple[str, str]] = []
+    arguments: dict[str, Any] = {}
+    for name, value in given.items():
+        if name == "filters":
+            for item in value:
+                field, sep, wanted = item.partition("=")
+                if not sep or not field.strip():
+                    raise click.BadParameter(f"{item!r} is not FIELD=VALUE", param_hint="--filter")
+                arguments[field.strip()] = wanted.strip()
+        elif isinstance(value, tuple):
+            if name == "revisions" and any("=" not in v for v in value):
+                bad = next(v for v in value if "=" not in v)
+                raise click.BadParameter(f"{bad!r} is not ID=REVISION", param_hint="--revision")
+            pairs += [(name, v) for v in value]
+        elif value is not None:
+            arguments[name] = value
+    converted, _ = from_text(tool, pairs)  # list parameters only: they may repeat
+    return {**arguments, **converted}
