@@ -158,26 +158,40 @@ class Catalog(NamedTuple):
     @classmethod
     def from_dict(cls, data: Any) -> Catalog:
         """The catalog of parsed JSON. `data["docs"]` is consumed: each doc's dicts are
-        dropped once it is converted, so a large catalog never exists twice in memory."""
+        dropped once it is converted, so a large catalog never exists twice in memory.
+        Keys this reader does not know are ignored (the format's version policy: a newer
+        minor revision may add fields)."""
         try:
-            lib = dict(data["library"])
+            lib = _known(data["library"], LibraryInfo._fields)
             lib["list_fields"] = tuple(lib.get("list_fields", ()))
             lib["required"] = tuple(lib.get("required", ()))
             library = LibraryInfo(**lib)
             raw = data["docs"]
             docs = []
-            for n, entry in enumerate(raw):
+            for n, item in enumerate(raw):
                 raw[n] = None
+                entry = _known(item, _DOC_FIELDS)
                 entry["keywords"], entry["aliases"] = (
                     tuple(entry["keywords"]),
                     tuple(entry["aliases"]),
                 )
-                entry["sections"] = tuple(SectionEntry(**s) for s in entry["sections"])
+                entry["sections"] = tuple(
+                    SectionEntry(**_known(s, _SECTION_FIELDS)) for s in entry["sections"]
+                )
                 if "resources" in entry:
-                    entry["resources"] = tuple(Resource(**r) for r in entry["resources"])
+                    entry["resources"] = tuple(
+                        Resource(**_known(r, Resource._fields)) for r in entry["resources"]
+                    )
                 docs.append(_typed(DocEntry(**entry)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(
                 f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})"
             ) from None
         return cls(library, tuple(docs))
+
+
+def _known(value: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The keys of `value` (an object) that a model has fields for."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, not {type(value).__name__}")
+    return {k: v for k, v in value.items() if k in fields}

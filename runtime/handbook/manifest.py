@@ -15,6 +15,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from . import canonical
@@ -79,6 +80,10 @@ class Signed(NamedTuple):
     docs: int
     expires: str | None = None
     spec: str = SPEC
+    unrecognized: Mapping[str, Any] = MappingProxyType({})
+    """Signed keys this reader does not know, kept as they are (the format's version
+    policy: a newer minor revision may add optional keys, and readers of the same major
+    version accept them)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -91,17 +96,17 @@ class Signed(NamedTuple):
         }
         if self.expires is not None:
             out["expires"] = self.expires
-        return out
+        return {**self.unrecognized, **out}
 
     @classmethod
     def from_dict(cls, data: Any) -> Signed:
-        _require_keys(
-            data, "signed", {"spec", "library", "version", "built_at", "files", "docs"}, {"expires"}
-        )
-        if data["spec"] != SPEC:
+        if isinstance(data, dict) and isinstance(data.get("spec"), str) and data["spec"] != SPEC:
             raise FormatError(
-                f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r}"
+                f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r} "
+                "(a bundle of another major version: use a Handbook release that reads it)"
             )
+        known = {"spec", "library", "version", "built_at", "files", "docs"}
+        _require_keys(data, "signed", known, {"expires"}, open_ended=True)
         for key in ("library", "version"):
             _require_type(data[key], str, f"signed.{key}")
         for key in ("built_at", "expires"):
@@ -124,6 +129,7 @@ class Signed(NamedTuple):
             data["docs"],
             data.get("expires"),
             data["spec"],
+            MappingProxyType({k: v for k, v in data.items() if k not in known | {"expires"}}),
         )
 
 
@@ -271,10 +277,19 @@ def utc_time(seconds: float) -> str:
     return time.strftime(TIME_FORMAT, time.gmtime(seconds))
 
 
-def _require_keys(data: Any, what: str, required: set[str], optional: Collection[str] = ()) -> None:
+def _require_keys(
+    data: Any,
+    what: str,
+    required: set[str],
+    optional: Collection[str] = (),
+    open_ended: bool = False,
+) -> None:
+    """`data` is an object with every `required` key; unless `open_ended`, no key but
+    these and the `optional` ones."""
     if not isinstance(data, dict):
         raise FormatError(f"manifest.json: {what} must be an object")
-    missing, extra = required - data.keys(), data.keys() - required - set(optional)
+    missing = required - data.keys()
+    extra = set() if open_ended else data.keys() - required - set(optional)
     if missing or extra:
         raise FormatError(
             f"manifest.json: {what} has missing keys {sorted(missing)} / unknown keys {sorted(extra)}"

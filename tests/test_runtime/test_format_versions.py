@@ -1,0 +1,87 @@
+"""The format's version policy (docs/spec/bundle.md, "Versions"): within handbook/v1,
+additions are accepted by every reader — new signed manifest keys (kept as they are),
+new catalog fields, new listed files — and another major version is refused with a
+clear error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, run_cli
+
+from handbook import FormatError, Library
+from handbook.canonical import dumps
+from handbook.signing import MANIFEST_TAG, load_private_key, public_key_of, sign
+from handbook_build import load_config
+from handbook_build.pipeline import build
+
+KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
+PUBLIC = str(public_key_of(KEY))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("versions") / "bundle"
+    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
+    return out.resolve()
+
+
+def rewrite(built: Path, tmp_path: Path, change: Callable[[Path, dict[str, Any]], None]) -> Path:
+    """A copy of the bundle changed by `change(folder, signed)` and signed again."""
+    folder = tmp_path / "copy"
+    shutil.copytree(built, folder)
+    signed = json.loads((folder / "manifest.json").read_bytes())["signed"]
+    change(folder, signed)
+    manifest = {"signed": signed, "signatures": [sign(KEY, MANIFEST_TAG, signed)]}
+    (folder / "manifest.json").write_bytes(dumps(manifest))
+    return folder
+
+
+def relist(folder: Path, signed: dict[str, Any], name: str) -> None:
+    data = (folder / name).read_bytes()
+    signed["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+def test_a_new_signed_key_is_accepted_and_kept(built: Path, tmp_path: Path) -> None:
+    folder = rewrite(built, tmp_path, lambda _, signed: signed.update(audience="public"))
+    lib = Library.open(folder, [PUBLIC])
+    assert lib.bundle.manifest.signed.unrecognized == {"audience": "public"}
+    assert lib.bundle.manifest.to_bytes() == (folder / "manifest.json").read_bytes()
+    assert lib.get("device.acme.ac200")["found"] is True
+    assert run_cli("verify", str(folder), "--key", PUBLIC).exit_code == 0
+
+
+def test_new_catalog_fields_and_files_are_accepted(built: Path, tmp_path: Path) -> None:
+    def change(folder: Path, signed: dict[str, Any]) -> None:
+        catalog = json.loads((folder / "catalog.json").read_bytes())
+        catalog["library"]["future"] = {"x": 1}
+        for doc in catalog["docs"]:
+            doc["pedigree"] = {"reviews": []}
+            for section in doc["sections"]:
+                section["words"] = 3
+        (folder / "catalog.json").write_bytes(json.dumps(catalog).encode())
+        relist(folder, signed, "catalog.json")
+        (folder / "reviews").mkdir()
+        (folder / "reviews" / "index.json").write_bytes(b"[]\n")
+        relist(folder, signed, "reviews/index.json")
+
+    folder = rewrite(built, tmp_path, change)
+    lib = Library.open(folder, [PUBLIC])
+    assert lib.get("device.acme.ac200", section="Register map")["found"] is True
+    assert run_cli("verify", str(folder), "--key", PUBLIC).exit_code == 0
+
+
+def test_another_major_version_is_refused_clearly(built: Path, tmp_path: Path) -> None:
+    folder = rewrite(built, tmp_path, lambda _, signed: signed.update(spec="handbook/v2"))
+    with pytest.raises(
+        FormatError, match=r"spec is 'handbook/v2'; this reader understands 'handbook/v1'"
+    ):
+        Library.open(folder, [PUBLIC])
+    run = run_cli("verify", str(folder), "--key", PUBLIC)
+    assert run.exit_code == 1 and "another major version" in run.stderr
