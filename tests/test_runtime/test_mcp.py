@@ -220,3 +220,34 @@ def test_token_guards_mcp(library: Library) -> None:
 
         assert anyio.run(main) == [tool.name for tool in TOOLS]
         assert request(address, "/api/v1/status")[0] == 401
+
+
+def test_stdio_serves_several_libraries(published: Path, tmp_path: Path) -> None:
+    """`handbook mcp --bundle A --bundle B`: one server, both libraries, qualified refs."""
+    skills = tmp_path / "skills"
+    build(load_config(ROOT / "examples" / "skills" / "mkdocs.yml"), skills, KEY)
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "handbook"),
+        args=["mcp", "--bundle", str(published), "--bundle", str(skills), "--key", PUBLIC],
+    )
+
+    async def main() -> tuple[set[str], dict[str, Any], str]:
+        async with Client(params, mode="legacy") as client:
+            uris = {r.uri for r in (await client.list_resources()).resources}
+            got = await client.call_tool(
+                "knowledge_get", {"doc_id": "plant-skills:skill.modbus-scan"}
+            )
+            attached = await client.read_resource(
+                "handbook://plant-skills/skill.modbus-scan/references/register-template.csv"
+            )
+            return uris, dict(got.structured_content or {}), attached.contents[0].text  # type: ignore[union-attr]
+
+    uris, got, attached = anyio.run(main)
+    assert {u.split("/")[2] for u in uris} == {"plant-floor", "plant-skills"}
+    assert got["found"] is True and got["ref"] == "plant-skills:skill.modbus-scan"
+    assert (
+        attached
+        == (
+            ROOT / "examples/skills/docs/skills/modbus-scan/references/register-template.csv"
+        ).read_text()
+    )
