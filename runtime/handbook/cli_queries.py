@@ -10,6 +10,7 @@ command per tool, its parameters as arguments and options, answered through
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .library import Library
 
 DEFAULT_BUNDLE = "build/bundle"
+_NULL_CLAUSE = re.compile(r"[;,] null [^.;]*")
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,8 +140,14 @@ def _click_param(param: Param) -> click.Parameter:
         type=value_type,
         multiple=many,
         metavar=metavar,
-        help=param.description,
+        help=_for_people(param.description),
     )
+
+
+def _for_people(description: str) -> str:
+    """A parameter's description for --help: agents are told what null means, people
+    leave an option out."""
+    return _NULL_CLAUSE.sub("", description)
 
 
 def tool_command(tool: Tool) -> click.Command:
