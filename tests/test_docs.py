@@ -10,7 +10,9 @@ from conftest import ROOT
 
 from handbook.cli import main
 from handbook_build.config import _CHECKS
+from handbook_build.parse import parse
 from handbook_build.rules import RULES
+from handbook_build.source import Text
 
 
 def headings(path: str) -> set[str]:
@@ -21,6 +23,13 @@ def headings(path: str) -> set[str]:
 def test_every_rule_code_is_documented() -> None:
     documented = headings("reference/rules.md")
     assert documented == {f"{rule.code} {rule.name}" for rule in RULES.values()}
+
+
+def test_every_rule_anchor_is_a_section_of_the_rule_reference() -> None:
+    path = "reference/rules.md"
+    doc, findings = parse(Text(path, (ROOT / "docs" / path).read_text(encoding="utf-8")))
+    assert doc is not None, findings
+    assert [s.anchor for s in doc.sections] == [rule.anchor for rule in RULES.values()]
 
 
 def test_every_configuration_key_is_documented() -> None:

@@ -2,7 +2,7 @@
 
 The CLI and the MkDocs plugin read the same entry, so a library has one configuration
 whichever tool builds it. Every problem is collected (not just the first) and reported
-as an ``HB001`` finding at the line of the offending key, then raised together as one
+as a config-invalid finding (``HB001``) at the line of the offending key, then raised together as one
 `ConfigError`: a configuration error is a usage error (exit 2), never a finding that a
 rule level could silence.
 
@@ -24,8 +24,8 @@ import yaml
 
 from handbook.manifest import utc_seconds
 
-from .findings import Finding, finding
-from .rules import LEVELS, RULES, Level
+from . import rules
+from .findings import LEVELS, Finding, Level, Severity
 from .snippets import load as load_validator
 
 SEMVER = re.compile(
@@ -177,10 +177,12 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
         text = config_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
-            [finding(shown, 1, "HB001", f"no such file; pass --config PATH or create {shown}")]
+            [rules.CONFIG_INVALID.at(shown, 1, variant="no_file", path=shown)]
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([finding(shown, 1, "HB001", f"cannot read: {exc}")]) from None
+        raise ConfigError(
+            [rules.CONFIG_INVALID.at(shown, 1, variant="unreadable", error=exc)]
+        ) from None
     loader = _MkDocsLoader(text)
     try:
         root = loader.get_single_node()
@@ -193,22 +195,14 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError([finding(shown, line, "HB001", f"invalid YAML: {problem}")]) from None
+        found = rules.CONFIG_INVALID.at(shown, line, variant="yaml", problem=problem)
+        raise ConfigError([found]) from None
     finally:
         loader.dispose()
     if not isinstance(data, dict):
-        raise ConfigError([finding(shown, 1, "HB001", "mkdocs.yml must be a mapping of settings")])
+        raise ConfigError([rules.CONFIG_INVALID.at(shown, 1, variant="not_mapping")])
     if entry is None:
-        raise ConfigError(
-            [
-                finding(
-                    shown,
-                    1,
-                    "HB001",
-                    "no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
-                )
-            ]
-        )
+        raise ConfigError([rules.CONFIG_INVALID.at(shown, 1, variant="no_entry")])
     name_node, options_node = entry
     return from_options(
         options,
@@ -231,7 +225,10 @@ class _Errors:
 
     def add(self, key: str, message: str) -> None:
         line = self.lines.get(key.split(".")[0], self.default_line)
-        self.findings.append(finding(self.shown, line, "HB001", f"handbook.{key}: {message}"))
+        found = rules.CONFIG_INVALID.at(
+            self.shown, line, variant="option", key=key, problem=message
+        )
+        self.findings.append(found)
 
 
 def _str_list(value: Any) -> bool:
@@ -258,7 +255,7 @@ def from_options(
     errors = _Errors(shown or str(config_path), lines or {}, plugin_line)
     if not isinstance(options, dict):
         errors.findings.append(
-            finding(errors.shown, plugin_line, "HB001", "handbook: must be a mapping of options")
+            rules.CONFIG_INVALID.at(errors.shown, plugin_line, variant="entry_not_mapping")
         )
         raise ConfigError(errors.findings)
     for key in sorted(set(options) - set(_CHECKS), key=str):
@@ -274,8 +271,8 @@ def from_options(
     docs_dir = base / str(mkdocs.get("docs_dir", "docs"))
     if not docs_dir.is_dir():
         line = (mkdocs_lines or {}).get("docs_dir", 1)
-        message = f"docs_dir: {docs_dir} is not a directory"
-        errors.findings.append(finding(errors.shown, line, "HB001", message))
+        found = rules.CONFIG_INVALID.at(errors.shown, line, variant="docs_dir", path=docs_dir)
+        errors.findings.append(found)
     for lang, ref in values.get("snippet_validators", {}).items():
         if ref == "off":
             continue
@@ -283,10 +280,8 @@ def from_options(
             load_validator(ref, base)
         except ImportError as exc:
             line = errors.lines.get("snippet_validators", plugin_line)
-            message = (
-                f"handbook.snippet_validators.{lang}: {exc}; install the module or fix the name"
-            )
-            errors.findings.append(finding(errors.shown, line, "HB002", message))
+            found = rules.VALIDATOR_IMPORT.at(errors.shown, line, lang=lang, error=exc)
+            errors.findings.append(found)
     if errors.findings:
         raise ConfigError(errors.findings)
     # Absolute, but not resolved: the bundle folder is a symlink that each build swaps.
@@ -396,7 +391,7 @@ def _check_rules(value: Any, key: str, errors: _Errors) -> dict[str, Level]:
     levels: dict[str, Level] = {}
     for code, level in value.items():
         level = _level(level)
-        rule = RULES.get(str(code))
+        rule = rules.RULES.get(str(code))
         if rule is None:
             errors.add(f"{key}.{code}", "unknown rule code; see the rule reference in the docs")
         elif not rule.configurable:
@@ -404,7 +399,7 @@ def _check_rules(value: Any, key: str, errors: _Errors) -> dict[str, Level]:
         elif level not in LEVELS:
             errors.add(f"{key}.{code}", f"must be error, warn or off, not {level!r}")
         else:
-            levels[rule.code] = level
+            levels[rule.code] = "off" if level == "off" else Severity(level)
     return levels
 
 

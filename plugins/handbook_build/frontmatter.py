@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from .findings import Finding, finding
+from . import rules
+from .findings import Finding
 
 MAX_BYTES = 64 * 1024
 MAX_DEPTH = 32
@@ -61,45 +62,23 @@ class FrontmatterError(Exception):
 def parse(path: str, text: str) -> Frontmatter:
     """Split off and parse the frontmatter; raise `FrontmatterError` when it is unusable."""
     if not _OPEN.match(text):
-        raise FrontmatterError(
-            finding(
-                path,
-                1,
-                "HB201",
-                "has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
-            )
-        )
+        raise FrontmatterError(rules.FRONTMATTER_MISSING.at(path, 1))
     start = text.index("\n") + 1
     close = _CLOSE.search(text, start)
     if close is None:
-        raise FrontmatterError(
-            finding(
-                path,
-                1,
-                "HB202",
-                "frontmatter is never closed; add a `---` line after the last field",
-            )
-        )
+        raise FrontmatterError(rules.FRONTMATTER_UNCLOSED.at(path, 1))
     source = text[start : close.start()]
     if len(source) > MAX_BYTES // 4 and len(source.encode()) > MAX_BYTES:
+        size = len(source.encode())
         raise FrontmatterError(
-            finding(
-                path,
-                2,
-                "HB207",
-                f"frontmatter is {len(source.encode()):,} bytes; the limit is {MAX_BYTES:,}: move long content into the body",
-            )
+            rules.FRONTMATTER_TOO_LARGE.at(path, 2, variant="size", size=size, limit=MAX_BYTES)
         )
     body_offset = min(close.end() + 1, len(text))
     body_line = text.count("\n", 0, body_offset) + 1
     node = _compose(path, source)
     if not isinstance(node, yaml.MappingNode):
         what = "empty" if node is None else f"a {_kind(node)}"
-        raise FrontmatterError(
-            finding(
-                path, 2, "HB204", f"frontmatter is {what}, not a mapping of fields like `id: ...`"
-            )
-        )
+        raise FrontmatterError(rules.FRONTMATTER_NOT_MAPPING.at(path, 2, what=what))
     reader = _Reader(path)
     data = reader.mapping(node)
     lines = {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
@@ -121,35 +100,14 @@ def _compose(path: str, source: str) -> yaml.Node | None:
         for event in yaml.parse(source, Loader=_Loader):
             line = event.start_mark.line + 2 if event.start_mark else 2
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise FrontmatterError(
-                    finding(
-                        path,
-                        line,
-                        "HB205",
-                        "frontmatter uses a YAML anchor or alias; write the value out",
-                    )
-                )
+                raise FrontmatterError(rules.YAML_ALIAS.at(path, line))
             tag = getattr(event, "tag", None)
             if tag is not None and tag not in (_STR, "!"):
-                raise FrontmatterError(
-                    finding(
-                        path,
-                        line,
-                        "HB206",
-                        f"frontmatter uses the YAML tag {tag}; remove it (quote strings instead)",
-                    )
-                )
+                raise FrontmatterError(rules.YAML_TAG.at(path, line, variant="tag", tag=tag))
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise FrontmatterError(
-                        finding(
-                            path,
-                            line,
-                            "HB207",
-                            f"frontmatter is nested deeper than {MAX_DEPTH} levels",
-                        )
-                    )
+                    raise FrontmatterError(_too_deep(path, line))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         return yaml.compose(source, Loader=_Loader)
@@ -159,14 +117,12 @@ def _compose(path: str, source: str) -> yaml.Node | None:
         col = mark.column + 1 if mark else 1
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's own depth guard fired before ours
-            raise FrontmatterError(
-                finding(
-                    path, line, "HB207", f"frontmatter is nested deeper than {MAX_DEPTH} levels"
-                )
-            ) from None
-        raise FrontmatterError(
-            finding(path, line, "HB203", f"frontmatter is not valid YAML: {problem}", col=col)
-        ) from None
+            raise FrontmatterError(_too_deep(path, line)) from None
+        raise FrontmatterError(rules.YAML_SYNTAX.at(path, line, col, problem=problem)) from None
+
+
+def _too_deep(path: str, line: int) -> Finding:
+    return rules.FRONTMATTER_TOO_LARGE.at(path, line, variant="depth", depth=MAX_DEPTH)
 
 
 class _Reader:
@@ -191,31 +147,17 @@ class _Reader:
             line, col = key.start_mark.line + 2, key.start_mark.column + 1
             if not isinstance(key, yaml.ScalarNode):
                 self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB208",
-                        f"a key is a {_kind(key)}; keys must be strings",
-                        col,
-                    )
+                    rules.YAML_KEY.at(self.path, line, col, variant="collection", kind=_kind(key))
                 )
                 continue
             if key.tag != _STR:
                 self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB208",
-                        f"key {key.value!r} is not a string; quote it",
-                        col,
-                    )
+                    rules.YAML_KEY.at(self.path, line, col, variant="not_string", key=key.value)
                 )
                 continue
             if key.value in out:
                 self.errors.append(
-                    finding(
-                        self.path, line, "HB208", f"key `{key.value}` appears twice; keep one", col
-                    )
+                    rules.YAML_KEY.at(self.path, line, col, variant="twice", key=key.value)
                 )
                 continue
             out[key.value] = self.value(value, key.value)
@@ -227,12 +169,10 @@ class _Reader:
             return node.value
         if tag.endswith(":bool"):
             if node.value.lower() in _BOOL_WORDS:
+                value = str(node.value.lower() in ("yes", "on")).lower()
                 self.warnings.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB210",
-                        f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word",
+                    rules.YAML_BOOL_WORD.at(
+                        self.path, line, name=name, text=node.value, value=value
                     )
                 )
             return _constructor.construct_yaml_bool(node)
@@ -241,22 +181,12 @@ class _Reader:
                 number = _constructor.construct_yaml_int(node)
             except ValueError:
                 self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB206",
-                        f"`{name}: {node.value}` is not a number YAML can read; quote it",
-                    )
+                    rules.YAML_TAG.at(self.path, line, variant="number", name=name, text=node.value)
                 )
                 return None
             if abs(number) > MAX_SAFE_INTEGER:
                 self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB211",
-                        f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it",
-                    )
+                    rules.YAML_INT_RANGE.at(self.path, line, name=name, text=node.value)
                 )
             return number
         if tag.endswith(":null"):
@@ -266,25 +196,18 @@ class _Reader:
                 return _constructor.construct_yaml_timestamp(node).isoformat()
             except ValueError as exc:  # 2026-02-30: shaped like a date, but none
                 self.errors.append(
-                    finding(
+                    rules.FIELD_TYPE.at(
                         self.path,
                         line,
-                        "HB302",
-                        f"`{name}: {node.value}` is not a real date ({exc}); fix it or quote it",
+                        variant="no_such_date",
+                        name=name,
+                        text=node.value,
+                        error=exc,
                     )
                 )
                 return None
         if tag.endswith(":float"):
-            self.errors.append(
-                finding(
-                    self.path,
-                    line,
-                    "HB209",
-                    f'`{name}: {node.value}` is read as a float; quote it ("{node.value}") or use an integer',
-                )
-            )
+            self.errors.append(rules.YAML_FLOAT.at(self.path, line, name=name, text=node.value))
             return None
-        self.errors.append(
-            finding(self.path, line, "HB206", f"`{name}` has a value of type {tag}; use a string")
-        )
+        self.errors.append(rules.YAML_TAG.at(self.path, line, variant="type", name=name, tag=tag))
         return None

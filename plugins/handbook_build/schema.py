@@ -10,8 +10,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from . import rules
 from .config import LANG, Config
-from .findings import Finding, finding
+from .findings import Finding
 from .parse import Doc
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
@@ -38,83 +39,43 @@ def _check(doc: Doc, config: Config) -> Iterator[Finding]:
     meta, path = doc.meta, doc.path
     for name in config.required_fields:
         if name not in meta:
-            yield finding(
-                path,
-                1,
-                "HB301",
-                f"required field `{name}` is missing; add `{name}:` to the frontmatter",
-            )
+            yield rules.FIELD_MISSING.at(path, 1, variant="missing", field=name)
         elif is_empty(meta[name]):
-            yield finding(path, doc.line_of(name), "HB301", f"required field `{name}` is empty")
+            yield rules.FIELD_MISSING.at(path, doc.line_of(name), variant="empty", field=name)
     for name in STRING_FIELDS:
         value = meta.get(name)
         if value is not None and not isinstance(value, str):
-            yield finding(
-                path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` must be a string, not {_type(value)}; quote it",
+            yield rules.FIELD_TYPE.at(
+                path, doc.line_of(name), variant="string", field=name, type=_type(value)
             )
     for name in LIST_FIELDS:
         value = meta.get(name)
         if value is not None and not (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
-            yield finding(
-                path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` must be a list of strings, like `{name}: [a, b]`",
-            )
+            yield rules.FIELD_TYPE.at(path, doc.line_of(name), variant="strings", field=name)
     lang = meta.get("lang")
     if isinstance(lang, str) and not LANG.fullmatch(lang):
-        yield finding(
-            path,
-            doc.line_of("lang"),
-            "HB302",
-            f"`lang` must be a language tag like en, de or pt-BR, not {lang!r}",
-        )
+        yield rules.FIELD_TYPE.at(path, doc.line_of("lang"), variant="lang", value=lang)
     date = meta.get("effective_date")
     if isinstance(date, str) and not ISO_DATE.fullmatch(date):
-        yield finding(
-            path,
-            doc.line_of("effective_date"),
-            "HB302",
-            f"`effective_date` must be a date like 2026-01-31, not {date!r}",
-        )
+        yield rules.FIELD_TYPE.at(path, doc.line_of("effective_date"), variant="date", value=date)
     doc_id = meta.get("id")
     if isinstance(doc_id, str) and doc_id and not ID_PATTERN.fullmatch(doc_id):
-        yield finding(
-            path,
-            doc.line_of("id"),
-            "HB303",
-            f"id {doc_id!r} must be lowercase dotted words like `device.acme.c100` (letters, digits, `_`, `-`)",
-        )
+        yield rules.ID_PATTERN.at(path, doc.line_of("id"), id=doc_id)
     for name, allowed in config.vocabularies.items():
         yield from _vocab(doc, name, allowed)
     summary = meta.get("summary")
     if isinstance(summary, str) and len(summary) > config.limits.summary_chars:
-        yield finding(
-            path,
-            doc.line_of("summary"),
-            "HB306",
-            f"summary has {len(summary):,} characters; the limit is {config.limits.summary_chars:,}: shorten it",
-        )
+        limit = config.limits.summary_chars
+        yield rules.SUMMARY_LENGTH.at(path, doc.line_of("summary"), chars=len(summary), limit=limit)
     chars = len(doc.body)
     if chars > config.limits.body_max_chars:
-        yield finding(
-            path,
-            doc.body_line,
-            "HB402",
-            f"body has {chars:,} characters; the limit is {config.limits.body_max_chars:,}: split the doc",
-        )
+        limit = config.limits.body_max_chars
+        yield rules.BODY_TOO_LONG.at(path, doc.body_line, chars=chars, limit=limit)
     elif chars > config.limits.body_warn_chars:
-        yield finding(
-            path,
-            doc.body_line,
-            "HB401",
-            f"body has {chars:,} characters, over the {config.limits.body_warn_chars:,} warning limit: consider splitting it",
-        )
+        limit = config.limits.body_warn_chars
+        yield rules.BODY_LONG.at(path, doc.body_line, chars=chars, limit=limit)
 
 
 def _vocab(doc: Doc, name: str, allowed: tuple[str, ...]) -> Iterator[Finding]:
@@ -124,18 +85,12 @@ def _vocab(doc: Doc, name: str, allowed: tuple[str, ...]) -> Iterator[Finding]:
     values = value if isinstance(value, list) else [value]
     for item in values:
         if not isinstance(item, str):
-            yield finding(
-                doc.path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` values must be strings from its vocabulary, not {_type(item)}",
+            yield rules.FIELD_TYPE.at(
+                doc.path, doc.line_of(name), variant="vocab_type", field=name, type=_type(item)
             )
         elif item not in allowed:
-            yield finding(
-                doc.path,
-                doc.line_of(name),
-                "HB305",
-                f"`{name}: {item}` is not in the vocabulary; allowed: {', '.join(allowed)}",
+            yield rules.VOCAB.at(
+                doc.path, doc.line_of(name), field=name, text=item, allowed=", ".join(allowed)
             )
 
 

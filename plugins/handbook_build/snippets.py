@@ -23,7 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from .findings import Finding, finding
+from . import rules
+from .findings import Finding
 from .parse import Doc
 
 # libyaml when PyYAML has it: the pure-Python composer costs ~1 ms per snippet.
@@ -110,7 +111,7 @@ def registry(configured: Mapping[str, str], search_dir: Path | None = None) -> d
 
 
 def check(doc: Doc, validators: Mapping[str, Validator]) -> list[Finding]:
-    findings = []
+    findings: list[Finding] = []
     for fence in doc.fences:
         validator = validators.get(fence.lang)
         if validator is None:
@@ -123,20 +124,16 @@ def check(doc: Doc, validators: Mapping[str, Validator]) -> list[Finding]:
                 line, message = problem if isinstance(problem, tuple) else (1, str(problem))
                 offset = min(max(int(line), 1), fence.text.count("\n") or 1) - 1
                 findings.append(
-                    finding(
-                        doc.path, fence.line + offset, "HB501", f"{fence.lang} snippet: {message}"
+                    rules.SNIPPET_INVALID.at(
+                        doc.path, fence.line + offset, lang=fence.lang, problem=message
                     )
                 )
         except (
             Exception,
             SystemExit,
         ) as exc:  # a validator calling sys.exit must not end the check
+            error = f"{type(exc).__name__}: {exc}"
             findings.append(
-                finding(
-                    doc.path,
-                    fence.line,
-                    "HB502",
-                    f"{fence.lang} validator crashed: {type(exc).__name__}: {exc}",
-                )
+                rules.SNIPPET_VALIDATOR_CRASH.at(doc.path, fence.line, lang=fence.lang, error=error)
             )
     return findings

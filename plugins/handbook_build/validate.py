@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import schema, snippets
+from . import rules, schema, snippets
 from .config import Config
-from .findings import Finding, finding
+from .findings import Finding
 from .parse import Doc
 
 
@@ -28,12 +28,7 @@ def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> I
         for rel in files:
             size = os.lstat(config.docs_dir / rel).st_size
             if size > limit:
-                yield finding(
-                    rel,
-                    1,
-                    "HB106",
-                    f"is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)",
-                )
+                yield rules.RESOURCE_TOO_LARGE.at(rel, 1, size=size, limit=limit)
 
 
 def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:
@@ -53,11 +48,9 @@ def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Itera
         if key in first:
             other = first[key]
             where = f" in language {lang}" if lang else ""
-            yield finding(
-                doc.path,
-                doc.line_of("id"),
-                "HB304",
-                f"id `{doc.id}` is already used{where} by {other.path}:{other.line_of('id')}; ids must be unique per language",
+            pointer = f"{other.path}:{other.line_of('id')}"
+            yield rules.ID_DUPLICATE.at(
+                doc.path, doc.line_of("id"), id=doc.id, where=where, first=pointer
             )
         else:
             first[key] = doc
