@@ -1,4 +1,4 @@
-"""YAML frontmatter, read defensively into plain JSON values with a line for every key.
+"""YAML frontmatter, read defensively into plain JSON values with the place of every key.
 
 The frontmatter becomes catalog metadata that agents filter on, so it must mean the
 same thing to every reader. PyYAML's safe loader is still too generous for that:
@@ -11,14 +11,20 @@ same thing to every reader. PyYAML's safe loader is still too generous for that:
   meant;
 * integers beyond ±(2^53-1) are refused: JavaScript readers would round them;
 * dates become ISO 8601 strings, keys must be strings and may not repeat, and the
-  YAML 1.1 words yes/no/on/off, which become booleans, draw a warning.
+  YAML 1.1 words yes/no/on/off, which become booleans, are recorded: the field rules
+  warn about them, or report them once as a wrong value where a string is expected.
+
+A refusal of the whole block (no block, bad YAML, aliases, tags, size) raises
+`FrontmatterError`. A refused value only drops its field: the other fields are read, so
+every finding of the frontmatter is reported in one run.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -34,21 +40,52 @@ _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _STR = "tag:yaml.org,2002:str"
 _BOOL_WORDS = {"yes", "no", "on", "off"}
+_FIRST_LINE = 2
+"""The file line of the frontmatter's first line, after the opening `---`."""
 _constructor = SafeConstructor()
 # libyaml's parser is ~10x faster and resolves tags the same way; pure Python otherwise.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class Mark(NamedTuple):
+    """A place in the file: 1-based line and column, and the scalar written there."""
+
+    line: int
+    col: int
+    text: str = ""
+    """A scalar as written (`yes` where YAML reads true); "" for a list or mapping."""
+
+
+class Field(NamedTuple):
+    """Where a top-level field is written: its key, its value, the items of a list."""
+
+    key: Mark
+    value: Mark
+    items: tuple[Mark, ...] = ()
+
+
+class BoolWord(NamedTuple):
+    """A YAML 1.1 word read as a boolean, under the top-level `field`."""
+
+    field: str
+    name: str
+    """The key it is the value of (the list's key for a list item)."""
+    mark: Mark
+
+
 @dataclass
 class Frontmatter:
     data: dict[str, Any]
-    lines: dict[str, int]
-    """Top-level key -> 1-based line in the file."""
+    """The fields whose values were read; a refused value drops its field."""
+    fields: dict[str, Field]
+    """Every top-level field written, read or refused."""
     body_offset: int
     """Where the body starts in the file's text."""
     body_line: int
     """The 1-based file line of the body's first line."""
-    warnings: list[Finding] = field(default_factory=list)
+    findings: list[Finding]
+    """The refused keys and values."""
+    bool_words: list[BoolWord]
 
 
 class FrontmatterError(Exception):
@@ -71,20 +108,22 @@ def parse(path: str, text: str) -> Frontmatter:
     if len(source) > MAX_BYTES // 4 and len(source.encode()) > MAX_BYTES:
         size = len(source.encode())
         raise FrontmatterError(
-            rules.FRONTMATTER_TOO_LARGE.at(path, 2, variant="size", size=size, limit=MAX_BYTES)
+            rules.FRONTMATTER_TOO_LARGE.at(
+                path, _FIRST_LINE, variant="size", size=size, limit=MAX_BYTES
+            )
         )
     body_offset = min(close.end() + 1, len(text))
     body_line = text.count("\n", 0, body_offset) + 1
     node = _compose(path, source)
     if not isinstance(node, yaml.MappingNode):
         what = "empty" if node is None else f"a {_kind(node)}"
-        raise FrontmatterError(rules.FRONTMATTER_NOT_MAPPING.at(path, 2, what=what))
+        mark = _mark(node) if node is not None else Mark(_FIRST_LINE, 1)
+        raise FrontmatterError(
+            rules.FRONTMATTER_NOT_MAPPING.at(path, mark.line, mark.col, what=what)
+        )
     reader = _Reader(path)
-    data = reader.mapping(node)
-    lines = {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
-    if reader.errors:
-        raise FrontmatterError(*reader.errors)
-    return Frontmatter(data, lines, body_offset, body_line, reader.warnings)
+    data, fields = reader.fields(node)
+    return Frontmatter(data, fields, body_offset, body_line, reader.errors, reader.bool_words)
 
 
 def _kind(node: yaml.Node) -> str:
@@ -93,45 +132,66 @@ def _kind(node: yaml.Node) -> str:
     return "list" if isinstance(node, yaml.SequenceNode) else "single value"
 
 
+def _mark(node: yaml.Node) -> Mark:
+    text = node.value if isinstance(node, yaml.ScalarNode) else ""
+    return Mark(node.start_mark.line + _FIRST_LINE, node.start_mark.column + 1, text)
+
+
 def _compose(path: str, source: str) -> yaml.Node | None:
     """The node tree, after an event scan has ruled out aliases, tags and deep nesting."""
     depth = 0
     try:
         for event in yaml.parse(source, Loader=_Loader):
-            line = event.start_mark.line + 2 if event.start_mark else 2
+            mark = event.start_mark
+            line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise FrontmatterError(rules.YAML_ALIAS.at(path, line))
+                raise FrontmatterError(rules.YAML_ALIAS.at(path, line, col))
             tag = getattr(event, "tag", None)
             if tag is not None and tag not in (_STR, "!"):
-                raise FrontmatterError(rules.YAML_TAG.at(path, line, variant="tag", tag=tag))
+                raise FrontmatterError(rules.YAML_TAG.at(path, line, col, variant="tag", tag=tag))
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise FrontmatterError(_too_deep(path, line))
+                    raise FrontmatterError(_too_deep(path, line, col))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         return yaml.compose(source, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 2 if mark else 2
-        col = mark.column + 1 if mark else 1
+        line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's own depth guard fired before ours
-            raise FrontmatterError(_too_deep(path, line)) from None
+            raise FrontmatterError(_too_deep(path, line, col)) from None
         raise FrontmatterError(rules.YAML_SYNTAX.at(path, line, col, problem=problem)) from None
 
 
-def _too_deep(path: str, line: int) -> Finding:
-    return rules.FRONTMATTER_TOO_LARGE.at(path, line, variant="depth", depth=MAX_DEPTH)
+def _too_deep(path: str, line: int, col: int) -> Finding:
+    return rules.FRONTMATTER_TOO_LARGE.at(path, line, col, variant="depth", depth=MAX_DEPTH)
 
 
 class _Reader:
-    """Turns a node tree into JSON values, collecting what it refuses or warns about."""
+    """Turns a node tree into JSON values, collecting what it refuses (`errors`) and the
+    YAML 1.1 words it reads as booleans."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.errors: list[Finding] = []
-        self.warnings: list[Finding] = []
+        self.bool_words: list[BoolWord] = []
+        self.field = ""
+
+    def fields(self, node: yaml.MappingNode) -> tuple[dict[str, Any], dict[str, Field]]:
+        """The top level: the values read, and the place of every field written."""
+        data: dict[str, Any] = {}
+        fields: dict[str, Field] = {}
+        for key, value in self._pairs(node):
+            self.field = key.value
+            refused = len(self.errors)
+            read = self.value(value, key.value)
+            items = tuple(map(_mark, value.value)) if isinstance(value, yaml.SequenceNode) else ()
+            fields[key.value] = Field(_mark(key), _mark(value), items)
+            if len(self.errors) == refused:
+                data[key.value] = read
+        return data, fields
 
     def value(self, node: yaml.Node, name: str) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -142,52 +202,46 @@ class _Reader:
         return self.scalar(node, name)
 
     def mapping(self, node: yaml.MappingNode) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        return {key.value: self.value(value, key.value) for key, value in self._pairs(node)}
+
+    def _pairs(self, node: yaml.MappingNode) -> Iterator[tuple[yaml.ScalarNode, yaml.Node]]:
+        """The pairs whose keys are strings, each key once; the others are refused."""
+        seen: set[str] = set()
         for key, value in node.value:
-            line, col = key.start_mark.line + 2, key.start_mark.column + 1
+            line, col, _ = _mark(key)
             if not isinstance(key, yaml.ScalarNode):
-                self.errors.append(
-                    rules.YAML_KEY.at(self.path, line, col, variant="collection", kind=_kind(key))
-                )
-                continue
-            if key.tag != _STR:
-                self.errors.append(
-                    rules.YAML_KEY.at(self.path, line, col, variant="not_string", key=key.value)
-                )
-                continue
-            if key.value in out:
-                self.errors.append(
-                    rules.YAML_KEY.at(self.path, line, col, variant="twice", key=key.value)
-                )
-                continue
-            out[key.value] = self.value(value, key.value)
-        return out
+                self._refuse(line, col, rules.YAML_KEY, "collection", kind=_kind(key))
+            elif key.tag != _STR:
+                self._refuse(line, col, rules.YAML_KEY, "not_string", key=key.value)
+            elif key.value in seen:
+                self._refuse(line, col, rules.YAML_KEY, "twice", key=key.value)
+            else:
+                seen.add(key.value)
+                yield key, value
+
+    def _refuse(
+        self, line: int, col: int, rule: rules.Rule, variant: str = "", **fields: object
+    ) -> None:
+        self.errors.append(rule.at(self.path, line, col, variant=variant, **fields))
 
     def scalar(self, node: yaml.ScalarNode, name: str) -> Any:
-        tag, line = node.tag, node.start_mark.line + 2
+        tag = node.tag
         if tag == _STR:
             return node.value
+        mark = _mark(node)
+        line, col, text = mark
         if tag.endswith(":bool"):
-            if node.value.lower() in _BOOL_WORDS:
-                value = str(node.value.lower() in ("yes", "on")).lower()
-                self.warnings.append(
-                    rules.YAML_BOOL_WORD.at(
-                        self.path, line, name=name, text=node.value, value=value
-                    )
-                )
+            if text.lower() in _BOOL_WORDS:
+                self.bool_words.append(BoolWord(self.field, name, mark))
             return _constructor.construct_yaml_bool(node)
         if tag.endswith(":int"):
             try:
                 number = _constructor.construct_yaml_int(node)
             except ValueError:
-                self.errors.append(
-                    rules.YAML_TAG.at(self.path, line, variant="number", name=name, text=node.value)
-                )
+                self._refuse(line, col, rules.YAML_TAG, "number", name=name, text=text)
                 return None
             if abs(number) > MAX_SAFE_INTEGER:
-                self.errors.append(
-                    rules.YAML_INT_RANGE.at(self.path, line, name=name, text=node.value)
-                )
+                self._refuse(line, col, rules.YAML_INT_RANGE, name=name, text=text)
             return number
         if tag.endswith(":null"):
             return None
@@ -195,19 +249,12 @@ class _Reader:
             try:
                 return _constructor.construct_yaml_timestamp(node).isoformat()
             except ValueError as exc:  # 2026-02-30: shaped like a date, but none
-                self.errors.append(
-                    rules.FIELD_TYPE.at(
-                        self.path,
-                        line,
-                        variant="no_such_date",
-                        name=name,
-                        text=node.value,
-                        error=exc,
-                    )
+                self._refuse(
+                    line, col, rules.FIELD_TYPE, "no_such_date", name=name, text=text, error=exc
                 )
                 return None
         if tag.endswith(":float"):
-            self.errors.append(rules.YAML_FLOAT.at(self.path, line, name=name, text=node.value))
+            self._refuse(line, col, rules.YAML_FLOAT, name=name, text=text)
             return None
-        self.errors.append(rules.YAML_TAG.at(self.path, line, variant="type", name=name, tag=tag))
+        self._refuse(line, col, rules.YAML_TAG, "type", name=name, tag=tag)
         return None

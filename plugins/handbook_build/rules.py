@@ -243,7 +243,6 @@ FIELD_TYPE = _rule(
     strings="`{field}` must be a list of strings, like `{field}: [a, b]`",
     lang="`lang` must be a language tag like en, de or pt-BR, not {value!r}",
     date="`effective_date` must be a date like 2026-01-31, not {value!r}",
-    vocab_type="`{field}` values must be strings from its vocabulary, not {type}",
     no_such_date="`{name}: {text}` is not a real date ({error}); fix it or quote it",
 )
 ID_PATTERN = _rule(

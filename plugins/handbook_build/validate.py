@@ -38,7 +38,8 @@ def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[
 
 def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Iterator[Finding]:
     """Every later holder of an id (in one language: an id may exist once per `lang`)
-    names the first (in path order) with its line."""
+    names the first, in path order, with its line and column: the finding lands on the
+    doc to fix, whichever order the docs come in."""
     first: dict[tuple[str, str], Doc] = {}
     for doc in sorted(docs, key=lambda d: d.path):
         if not doc.id:
@@ -46,11 +47,10 @@ def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Itera
         lang = doc.meta.get("lang") or default_lang or ""
         key = (doc.id, str(lang))
         if key in first:
-            other = first[key]
+            other, (line, col, _) = first[key], doc.value_at("id")
             where = f" in language {lang}" if lang else ""
-            pointer = f"{other.path}:{other.line_of('id')}"
-            yield rules.ID_DUPLICATE.at(
-                doc.path, doc.line_of("id"), id=doc.id, where=where, first=pointer
-            )
+            at = other.value_at("id")
+            pointer = f"{other.path}:{at.line}:{at.col}"
+            yield rules.ID_DUPLICATE.at(doc.path, line, col, id=doc.id, where=where, first=pointer)
         else:
             first[key] = doc
