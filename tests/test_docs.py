@@ -7,9 +7,10 @@ import re
 
 import click
 from conftest import ROOT
+from generate_docs import CONFIGURATION, generated_part, options_markdown
 
 from handbook.cli import main
-from handbook_build.config import _CHECKS
+from handbook_build.config import OPTIONS
 from handbook_build.parse import parse
 from handbook_build.rules import RULES
 from handbook_build.source import Text
@@ -32,8 +33,16 @@ def test_every_rule_anchor_is_a_section_of_the_rule_reference() -> None:
     assert [s.anchor for s in doc.sections] == [rule.anchor for rule in RULES.values()]
 
 
+def test_the_configuration_reference_shows_the_table_of_options() -> None:
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    assert generated_part(page) == options_markdown(), (
+        "docs/reference/configuration.md differs from handbook_build.config.OPTIONS; "
+        "regenerate it with: python tests/generate_docs.py"
+    )
+
+
 def test_every_configuration_key_is_documented() -> None:
-    assert set(_CHECKS) <= headings("reference/configuration.md")
+    assert {option.name for option in OPTIONS} <= headings("reference/configuration.md")
 
 
 def test_every_command_is_documented() -> None:
