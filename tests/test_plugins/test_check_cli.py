@@ -191,7 +191,8 @@ def test_one_refused_value_hides_no_other_finding_of_the_file(make_library: Make
     run = run_cli("check", "--config", str(config))
     assert run.lines == [
         "a.md:1:1: HB301 required field `summary` is missing; add `summary:` to the frontmatter",
-        "a.md:2:5: HB303 id 'Bad ID' must be lowercase dotted words like `device.acme.c100` (letters, digits, `_`, `-`)",
+        "a.md:2:5: HB303 id 'Bad ID' must be lowercase dotted words like `device.acme.c100` "
+        "(letters, digits, `_`, `-`)",
         "a.md:4:7: HB305 `kind: protocol` is not in the vocabulary; allowed: guide",
         'a.md:5:10: HB209 `version: 1.10` is read as a float; quote it ("1.10") or use an integer',
         "a.md:6:11: HB302 `keywords` must be a list of strings, like `keywords: [a, b]`",

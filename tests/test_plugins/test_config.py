@@ -102,13 +102,16 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "6:7: HB001 handbook.vocab.verified: is fixed by the doc format: verified, field_tested, unverified",
         "7:7: HB001 handbook.required: must be a list of field names",
         "8:7: HB001 handbook.limits.body_warn_chars: must not exceed body_max_chars",
-        "8:7: HB001 handbook.limits.typo: unknown limit; expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
+        "8:7: HB001 handbook.limits.typo: unknown limit; "
+        "expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
         '9:7: HB001 handbook.snippet_validators.yaml: must be "module:function" or "off", not \'not a ref\'',
         "10:7: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
         "10:7: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
         "10:7: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
         "11:7: HB001 handbook.exclude: must be a list of glob patterns",
-        "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, signing_key, expires, default_lang",
+        "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
+        "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
+        "signing_key, expires, default_lang",
     ]
 
 
@@ -124,8 +127,11 @@ def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
         json: "json:no_such_function"
 """,
     ) == [
-        "7:7: HB002 handbook.snippet_validators.ini: cannot import no_such_module_here: ModuleNotFoundError: No module named 'no_such_module_here'; install the module or fix the name",
-        "7:7: HB002 handbook.snippet_validators.json: json has no function no_such_function; install the module or fix the name",
+        "7:7: HB002 handbook.snippet_validators.ini: cannot import no_such_module_here: "
+        "ModuleNotFoundError: No module named 'no_such_module_here'; "
+        "install the module or fix the name",
+        "7:7: HB002 handbook.snippet_validators.json: json has no function no_such_function; "
+        "install the module or fix the name",
     ]
 
 
@@ -160,7 +166,8 @@ def test_cli_exits_2_and_prints_the_findings(tmp_path: Path) -> None:
     run = run_cli("check", "--config", str(path))
     assert run.exit_code == 2
     assert run.lines == [
-        f"{path}:5:7: HB001 handbook.library: 'Bad Name' is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)"
+        f"{path}:5:7: HB001 handbook.library: 'Bad Name' is not a library name "
+        "(lowercase letters, digits, `_`, `-`, dots between parts)"
     ]
     assert run.stderr.strip() == f"{path}: configuration error, nothing checked"
 
