@@ -7,10 +7,13 @@ import re
 
 import click
 from conftest import ROOT
+from generate_docs import CONFIGURATION, generated_part, options_markdown
 
 from handbook.cli import main
-from handbook_build.config import _CHECKS
+from handbook_build.config import OPTIONS
+from handbook_build.parse import parse
 from handbook_build.rules import RULES
+from handbook_build.source import Text
 
 
 def headings(path: str) -> set[str]:
@@ -23,8 +26,23 @@ def test_every_rule_code_is_documented() -> None:
     assert documented == {f"{rule.code} {rule.name}" for rule in RULES.values()}
 
 
+def test_every_rule_anchor_is_a_section_of_the_rule_reference() -> None:
+    path = "reference/rules.md"
+    doc, findings = parse(Text(path, (ROOT / "docs" / path).read_text(encoding="utf-8")))
+    assert doc is not None, findings
+    assert [s.anchor for s in doc.sections] == [rule.anchor for rule in RULES.values()]
+
+
+def test_the_configuration_reference_shows_the_table_of_options() -> None:
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    assert generated_part(page) == options_markdown(), (
+        "docs/reference/configuration.md differs from handbook_build.config.OPTIONS; "
+        "regenerate it with: python tests/generate_docs.py"
+    )
+
+
 def test_every_configuration_key_is_documented() -> None:
-    assert set(_CHECKS) <= headings("reference/configuration.md")
+    assert {option.name for option in OPTIONS} <= headings("reference/configuration.md")
 
 
 def test_every_command_is_documented() -> None:

@@ -97,11 +97,22 @@ def check(config_path: str, fmt: str, strict: bool) -> None:
     2 when the configuration or the command line is wrong.
     """
     config = load_or_exit(config_path, fmt)
+    files = 0
+
+    def tally(done: int, total: int) -> None:  # total: every file read, parsed or not
+        nonlocal files
+        files = total
+        if progress is not None:
+            progress(done, total)
+
     with progress_bar("Checking") as progress:
-        result = pipeline.check(config, progress)
+        result = pipeline.check(config, tally)
     prefix = os.path.relpath(config.docs_dir) + "/"
     _emit(result.findings, fmt, prefix)
-    summary = f"{len(result.docs)} docs checked: {_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}"
+    summary = (
+        f"{_plural(files, 'file')} checked ({_plural(len(result.docs), 'doc')}): "
+        f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}"
+    )
     if strict and result.warnings and not result.errors:
         summary += " (--strict: warnings fail)"
     click.echo(summary, err=fmt != "text")

@@ -1,13 +1,15 @@
 """The `handbook` entry of `mkdocs.yml`, read and validated.
 
 The CLI and the MkDocs plugin read the same entry, so a library has one configuration
-whichever tool builds it. Every problem is collected (not just the first) and reported
-as an ``HB001`` finding at the line of the offending key, then raised together as one
+whichever tool builds it. Its options are written once, in `OPTIONS`: `from_options`
+checks and converts them into a `Config`, the MkDocs plugin declares its schema from
+them, and the configuration reference in the docs shows them (a test keeps the page
+equal to the table).
+
+Every problem is collected (not just the first) and reported as a config-invalid
+finding (``HB001``) at the place of the offending key, then raised together as one
 `ConfigError`: a configuration error is a usage error (exit 2), never a finding that a
 rule level could silence.
-
-``mkdocs.yml`` files use MkDocs' own YAML tags (``!ENV``, ``!!python/name:…``); they are
-read as opaque values here, since Handbook needs none of them.
 """
 
 from __future__ import annotations
@@ -16,16 +18,15 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from inspect import cleandoc
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from handbook.manifest import utc_seconds
 
-from .findings import Finding, finding
-from .rules import LEVELS, RULES, Level
+from . import mkdocs_yml, rules
+from .findings import LEVELS, Finding, Level, Severity
 from .snippets import load as load_validator
 
 SEMVER = re.compile(
@@ -35,6 +36,9 @@ SEMVER = re.compile(
 )
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+EXPIRES = re.compile(
+    r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
+)
 
 BUILTIN_FIELDS = ("id", "title", "kind", "summary")
 DEFAULT_BUNDLE_DIR = "build/bundle"
@@ -43,43 +47,53 @@ LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
 VERIFIED_STATES = ("verified", "field_tested", "unverified")
 
 
+def _limit(default: int, meaning: str) -> Any:
+    return field(default=default, metadata={"meaning": meaning})
+
+
 @dataclass(frozen=True)
 class Limits:
-    summary_chars: int = 250
-    body_warn_chars: int = 12_000
-    body_max_chars: int = 16_000
-    resource_bytes: int = 5 * 1024 * 1024
+    """The `limits` option; each field's meaning is shown in the configuration reference."""
+
+    summary_chars: int = _limit(250, f"longest allowed summary ({rules.SUMMARY_LENGTH.code})")
+    body_warn_chars: int = _limit(
+        12_000, f"body length that draws a warning ({rules.BODY_LONG.code})"
+    )
+    body_max_chars: int = _limit(
+        16_000, f"body length that is an error ({rules.BODY_TOO_LONG.code})"
+    )
+    resource_bytes: int = _limit(
+        5 * 1024 * 1024, f"largest file attached to a folder doc ({rules.RESOURCE_TOO_LARGE.code})"
+    )
 
 
 @dataclass(frozen=True)
 class Config:
-    """A validated configuration. Paths are absolute."""
+    """A validated configuration: one attribute per option of `OPTIONS` (with the values
+    `from_options` gives them), then what Handbook takes from MkDocs' own settings.
+    Paths are absolute."""
 
     library: str
     version: str
+    vocab: Mapping[str, tuple[str, ...]]
+    required: tuple[str, ...]
+    limits: Limits
+    snippet_validators: Mapping[str, str]
+    rules: Mapping[str, Level]
+    exclude: tuple[str, ...]
+    list_fields: tuple[str, ...] | None
+    bundle_dir: Path
+    signing_key: Path | None
+    expires: str | None
+    """A UTC time, or a duration after the build such as "90d" or "12h"."""
+    default_lang: str | None
     docs_dir: Path
     config_path: Path
     site_dir: Path
-    use_directory_urls: bool = True
-    vocab: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    required: tuple[str, ...] = ()
-    limits: Limits = Limits()
-    snippet_validators: Mapping[str, str] = field(default_factory=dict)
-    rules: Mapping[str, Level] = field(default_factory=dict)
-    exclude: tuple[str, ...] = ()
-    list_fields: tuple[str, ...] | None = None
-    site_name: str = ""
-    site_description: str = ""
-    site_url: str = ""
-    bundle_dir: Path | None = None
-    """Where `handbook build` and `mkdocs build` publish the bundle (absolute)."""
-    signing_key: Path | None = None
-    """A private key file to sign with when no other key is given (absolute)."""
-    default_lang: str | None = None
-    """The language of docs without a `lang` field, and the one `get` falls back to."""
-    expires: str | None = None
-    """When readers must stop accepting the bundle: a UTC time, or a duration after the
-    build such as "90d" or "12h"."""
+    use_directory_urls: bool
+    site_name: str
+    site_description: str
+    site_url: str
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -107,131 +121,122 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(f) for f in self.findings))
 
 
-# -- reading mkdocs.yml -------------------------------------------------------------------
+class _Errors:
+    """The findings of one configuration, each at the place of its top-level key."""
+
+    def __init__(self, shown: str, places: dict[str, tuple[int, int]], base: Path) -> None:
+        self.shown, self.places, self.base = shown, places, base
+        self.findings: list[Finding] = []
+
+    def place(self, key: str) -> tuple[int, int]:
+        return self.places.get(key.split(".")[0], self.places.get("", (1, 1)))
+
+    def add(self, key: str, problem: str) -> None:
+        line, col = self.place(key)
+        found = rules.CONFIG_INVALID.at(
+            self.shown, line, col, variant="option", key=key, problem=problem
+        )
+        self.findings.append(found)
 
 
-class _Opaque:
-    """A value behind a tag Handbook does not interpret (``!ENV``, ``!!python/name``)."""
-
-    def __init__(self, tag: str, value: Any) -> None:
-        self.tag, self.value = tag, value
-
-    def __repr__(self) -> str:
-        return f"{self.tag} {self.value!r}"
+Check = Callable[[Any, str, _Errors], Any]
+"""Checks an option's value, reporting problems at its key, and returns what `Config`
+holds."""
 
 
-class _MkDocsLoader(yaml.SafeLoader):
-    pass
+@dataclass(frozen=True)
+class Option:
+    """One key of the `handbook` entry."""
+
+    name: str
+    type: type[Any]
+    """What YAML must give: str, list or dict (MkDocs' schema checks only this)."""
+    default: Any
+    """The value when the key is absent, as YAML would give it; None for no value."""
+    check: Check
+    summary: str
+    """One line, for the table of options."""
+    doc: str
+    """The reference text under the option's heading (markdown)."""
+    required: bool = False
 
 
-def _opaque(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> _Opaque:
-    if isinstance(node, yaml.ScalarNode):
-        return _Opaque(node.tag, loader.construct_scalar(node))
-    if isinstance(node, yaml.SequenceNode):
-        return _Opaque(node.tag, loader.construct_sequence(node))
-    return _Opaque(node.tag, loader.construct_mapping(node))  # type: ignore[arg-type]
-
-
-_MkDocsLoader.add_multi_constructor("!", _opaque)
-_MkDocsLoader.add_multi_constructor("tag:yaml.org,2002:python/", _opaque)
-
-
-def _key_lines(node: yaml.Node | None) -> dict[str, int]:
-    """Top-level key -> 1-based line, for a mapping node."""
-    if not isinstance(node, yaml.MappingNode):
-        return {}
-    return {
-        str(k.value): k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)
-    }
-
-
-def _find_plugin_entry(root: yaml.Node) -> tuple[yaml.Node, yaml.Node | None] | None:
-    """The `handbook` entry's name node and options node (None for a bare `- handbook`)."""
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    for key, value in root.value:
-        if getattr(key, "value", None) != "plugins":
-            continue
-        entries: list[tuple[yaml.Node, yaml.Node | None]] = []
-        if isinstance(value, yaml.SequenceNode):
-            for item in value.value:
-                if isinstance(item, yaml.ScalarNode):
-                    entries.append((item, None))
-                elif isinstance(item, yaml.MappingNode) and len(item.value) == 1:
-                    entries.append(item.value[0])
-        elif isinstance(value, yaml.MappingNode):
-            entries = list(value.value)
-        for name, options in entries:
-            if getattr(name, "value", None) == "handbook":
-                if isinstance(options, yaml.ScalarNode) and options.tag.endswith(":null"):
-                    options = None
-                return name, options
-    return None
+# -- reading --------------------------------------------------------------------------------
 
 
 def load_config(path: str | Path = "mkdocs.yml") -> Config:
     """Read `path` and validate its `handbook` plugin entry."""
-    config_path = Path(path)
-    shown = str(path)
-    try:
-        text = config_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            [finding(shown, 1, "HB001", f"no such file; pass --config PATH or create {shown}")]
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([finding(shown, 1, "HB001", f"cannot read: {exc}")]) from None
-    loader = _MkDocsLoader(text)
-    try:
-        root = loader.get_single_node()
-        data = loader.construct_document(root) if root is not None else None
-        entry = _find_plugin_entry(root) if root is not None else None
-        options = {}
-        if entry is not None and entry[1] is not None:
-            options = loader.construct_object(entry[1], deep=True)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else 1
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError([finding(shown, line, "HB001", f"invalid YAML: {problem}")]) from None
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ConfigError([finding(shown, 1, "HB001", "mkdocs.yml must be a mapping of settings")])
-    if entry is None:
-        raise ConfigError(
-            [
-                finding(
-                    shown,
-                    1,
-                    "HB001",
-                    "no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
-                )
-            ]
-        )
-    name_node, options_node = entry
+    entry = mkdocs_yml.read(Path(path), str(path))
+    if isinstance(entry, Finding):
+        raise ConfigError([entry])
     return from_options(
-        options,
-        config_path=config_path,
-        shown=shown,
-        lines=_key_lines(options_node),
-        plugin_line=name_node.start_mark.line + 1,
-        mkdocs=data,
-        mkdocs_lines=_key_lines(root),
+        entry.options,
+        config_path=Path(path),
+        shown=str(path),
+        places={"": entry.where, **entry.option_places},
+        mkdocs=entry.settings,
+        mkdocs_places=entry.setting_places,
     )
 
 
-# -- validating the handbook entry -----------------------------------------------------------
+def from_options(
+    options: Any,
+    *,
+    config_path: Path,
+    shown: str | None = None,
+    places: dict[str, tuple[int, int]] | None = None,
+    mkdocs: Mapping[str, Any] | None = None,
+    mkdocs_places: dict[str, tuple[int, int]] | None = None,
+) -> Config:
+    """Validate the plugin options (a mapping) and the MkDocs settings Handbook needs.
+    `places` gives each option key's (line, column), and "" the entry's own."""
+    mkdocs = mkdocs or {}
+    base = config_path.resolve().parent
+    errors = _Errors(shown or str(config_path), places or {}, base)
+    if not isinstance(options, dict):
+        line, col = errors.place("")
+        errors.findings.append(
+            rules.CONFIG_INVALID.at(errors.shown, line, col, variant="entry_not_mapping")
+        )
+        raise ConfigError(errors.findings)
+    names = [option.name for option in OPTIONS]
+    for key in sorted(set(options) - set(names), key=str):
+        errors.add(str(key), f"unknown key; expected one of: {', '.join(names)}")
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        if option.name in options:
+            values[option.name] = option.check(options[option.name], option.name, errors)
+        elif option.required:
+            errors.add(option.name, "is required")
+        elif option.default is None:
+            values[option.name] = None
+        else:
+            values[option.name] = option.check(option.default, option.name, errors)
+    docs_dir = base / str(mkdocs.get("docs_dir", "docs"))
+    if not docs_dir.is_dir():
+        line, col = (mkdocs_places or {}).get("docs_dir", (1, 1))
+        errors.findings.append(
+            rules.CONFIG_INVALID.at(errors.shown, line, col, variant="docs_dir", path=docs_dir)
+        )
+    if errors.findings:
+        raise ConfigError(errors.findings)
+    return Config(
+        **values,
+        config_path=config_path.resolve(),
+        docs_dir=docs_dir.resolve(),
+        site_dir=(base / str(mkdocs.get("site_dir", "site"))).resolve(),
+        use_directory_urls=bool(mkdocs.get("use_directory_urls", True)),
+        site_name=_text(mkdocs.get("site_name")),
+        site_description=_text(mkdocs.get("site_description")),
+        site_url=_text(mkdocs.get("site_url")),
+    )
 
 
-class _Errors:
-    def __init__(self, shown: str, lines: dict[str, int], default_line: int) -> None:
-        self.shown, self.lines, self.default_line = shown, lines, default_line
-        self.findings: list[Finding] = []
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
-    def add(self, key: str, message: str) -> None:
-        line = self.lines.get(key.split(".")[0], self.default_line)
-        self.findings.append(finding(self.shown, line, "HB001", f"handbook.{key}: {message}"))
+
+# -- the checks of the options ------------------------------------------------------------
 
 
 def _str_list(value: Any) -> bool:
@@ -243,78 +248,12 @@ def _level(value: Any) -> Any:
     return "off" if value is False else value
 
 
-def from_options(
-    options: Any,
-    *,
-    config_path: Path,
-    shown: str | None = None,
-    lines: dict[str, int] | None = None,
-    plugin_line: int = 1,
-    mkdocs: Mapping[str, Any] | None = None,
-    mkdocs_lines: dict[str, int] | None = None,
-) -> Config:
-    """Validate the plugin options (a mapping) and the MkDocs settings Handbook needs."""
-    mkdocs = mkdocs or {}
-    errors = _Errors(shown or str(config_path), lines or {}, plugin_line)
-    if not isinstance(options, dict):
-        errors.findings.append(
-            finding(errors.shown, plugin_line, "HB001", "handbook: must be a mapping of options")
-        )
-        raise ConfigError(errors.findings)
-    for key in sorted(set(options) - set(_CHECKS), key=str):
-        errors.add(str(key), f"unknown key; expected one of: {', '.join(_CHECKS)}")
-    values: dict[str, Any] = {}
-    for key, check in _CHECKS.items():
-        if key not in options:
-            if key in ("library", "version"):
-                errors.add(key, "is required")
-            continue
-        values[key] = check(options[key], key, errors)
-    base = config_path.resolve().parent
-    docs_dir = base / str(mkdocs.get("docs_dir", "docs"))
-    if not docs_dir.is_dir():
-        line = (mkdocs_lines or {}).get("docs_dir", 1)
-        message = f"docs_dir: {docs_dir} is not a directory"
-        errors.findings.append(finding(errors.shown, line, "HB001", message))
-    for lang, ref in values.get("snippet_validators", {}).items():
-        if ref == "off":
-            continue
-        try:
-            load_validator(ref, base)
-        except ImportError as exc:
-            line = errors.lines.get("snippet_validators", plugin_line)
-            message = (
-                f"handbook.snippet_validators.{lang}: {exc}; install the module or fix the name"
-            )
-            errors.findings.append(finding(errors.shown, line, "HB002", message))
-    if errors.findings:
-        raise ConfigError(errors.findings)
-    # Absolute, but not resolved: the bundle folder is a symlink that each build swaps.
-    for key in ("bundle_dir", "signing_key"):
-        if key in values:
-            values[key] = Path(os.path.normpath(base / values[key]))
-    values.setdefault("bundle_dir", Path(os.path.normpath(base / DEFAULT_BUNDLE_DIR)))
-    return Config(
-        config_path=config_path.resolve(),
-        docs_dir=docs_dir.resolve(),
-        site_dir=(base / str(mkdocs.get("site_dir", "site"))).resolve(),
-        use_directory_urls=bool(mkdocs.get("use_directory_urls", True)),
-        site_name=_text(mkdocs.get("site_name")),
-        site_description=_text(mkdocs.get("site_description")),
-        site_url=_text(mkdocs.get("site_url")),
-        **values,
-    )
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _check_library(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not NAME.fullmatch(value):
         errors.add(
             key,
-            f"{value!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)",
+            f"{value!r} is not a library name "
+            "(lowercase letters, digits, `_`, `-`, dots between parts)",
         )
     return str(value)
 
@@ -350,10 +289,10 @@ def _check_field_names(value: Any, key: str, errors: _Errors) -> tuple[str, ...]
 
 
 def _check_limits(value: Any, key: str, errors: _Errors) -> Limits:
+    known = [f.name for f in fields(Limits)]
     if not isinstance(value, dict):
-        errors.add(key, f"must be a mapping with keys {', '.join(Limits.__dataclass_fields__)}")
+        errors.add(key, f"must be a mapping with keys {', '.join(known)}")
         return Limits()
-    known = Limits.__dataclass_fields__
     for name in value:
         if name not in known:
             errors.add(f"{key}.{name}", f"unknown limit; expected one of: {', '.join(known)}")
@@ -372,6 +311,7 @@ def _check_limits(value: Any, key: str, errors: _Errors) -> Limits:
 
 
 def _check_validators(value: Any, key: str, errors: _Errors) -> dict[str, str]:
+    """Each reference well formed and importable (from the folder of mkdocs.yml too)."""
     if not isinstance(value, dict):
         errors.add(key, 'must map a fence language to "module:function" or "off"')
         return {}
@@ -384,47 +324,53 @@ def _check_validators(value: Any, key: str, errors: _Errors) -> dict[str, str]:
             or not (ref == "off" or VALIDATOR_REF.fullmatch(ref))
         ):
             errors.add(f"{key}.{lang}", f'must be "module:function" or "off", not {ref!r}')
-        else:
-            validators[lang.lower()] = ref
+            continue
+        validators[lang.lower()] = ref
+        if ref == "off":
+            continue
+        try:
+            load_validator(ref, errors.base)
+        except ImportError as exc:
+            line, col = errors.place(key)
+            found = rules.VALIDATOR_IMPORT.at(errors.shown, line, col, lang=lang, error=exc)
+            errors.findings.append(found)
     return validators
 
 
 def _check_rules(value: Any, key: str, errors: _Errors) -> dict[str, Level]:
+    levels_text = f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]}"
     if not isinstance(value, dict):
-        errors.add(key, "must map a rule code to error, warn or off")
+        errors.add(key, f"must map a rule code to {levels_text}")
         return {}
     levels: dict[str, Level] = {}
     for code, level in value.items():
         level = _level(level)
-        rule = RULES.get(str(code))
+        rule = rules.RULES.get(str(code))
         if rule is None:
             errors.add(f"{key}.{code}", "unknown rule code; see the rule reference in the docs")
         elif not rule.configurable:
             errors.add(f"{key}.{code}", "configuration errors cannot be switched off")
         elif level not in LEVELS:
-            errors.add(f"{key}.{code}", f"must be error, warn or off, not {level!r}")
+            errors.add(f"{key}.{code}", f"must be {levels_text}, not {level!r}")
         else:
-            levels[rule.code] = level
+            levels[rule.code] = "off" if level == "off" else Severity(level)
     return levels
 
 
-def _check_path(value: Any, key: str, errors: _Errors) -> str:
+def _check_path(value: Any, key: str, errors: _Errors) -> Path:
+    """Absolute, but not resolved: the bundle folder is a symlink that each build swaps."""
     if not isinstance(value, str) or not value.strip() or "\0" in value:
         errors.add(key, "must be a path (relative to mkdocs.yml)")
-        return ""
-    return value
-
-
-EXPIRES = re.compile(
-    r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
-)
+        return errors.base
+    return Path(os.path.normpath(errors.base / value))
 
 
 def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     if not isinstance(value, str) or not EXPIRES.fullmatch(value):
         errors.add(
             key,
-            f"{value!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z (quote it)",
+            f"{value!r} is not a duration like 90d or 12h, "
+            "or a UTC time like 2027-01-31T00:00:00Z (quote it)",
         )
         return str(value)
     seconds = utc_seconds(value) if value.endswith("Z") else None
@@ -433,7 +379,8 @@ def _check_expires(value: Any, key: str, errors: _Errors) -> str:
     elif seconds is not None and seconds <= time.time():
         errors.add(
             key,
-            f"{value} is in the past: readers would refuse the bundle; give a later time or a duration",
+            f"{value} is in the past: readers would refuse the bundle; "
+            "give a later time or a duration",
         )
     return value
 
@@ -451,18 +398,188 @@ def _check_exclude(value: Any, key: str, errors: _Errors) -> tuple[str, ...]:
     return tuple(value)
 
 
-_CHECKS: dict[str, Callable[[Any, str, _Errors], Any]] = {
-    "library": _check_library,
-    "version": _check_version,
-    "vocab": _check_vocab,
-    "required": _check_field_names,
-    "limits": _check_limits,
-    "snippet_validators": _check_validators,
-    "rules": _check_rules,
-    "exclude": _check_exclude,
-    "list_fields": _check_field_names,
-    "bundle_dir": _check_path,
-    "signing_key": _check_path,
-    "expires": _check_expires,
-    "default_lang": _check_lang,
-}
+def _limits_table() -> str:
+    rows = [f"| `{f.name}` | {f.default} | {f.metadata['meaning']} |" for f in fields(Limits)]
+    return "\n".join(["| key | default | meaning |", "|---|---|---|", *rows])
+
+
+# -- the options --------------------------------------------------------------------------
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "library",
+        str,
+        None,
+        _check_library,
+        "The library's name.",
+        cleandoc("""
+            Required. The library's name: lowercase words, digits, `_` and `-`, dots
+            between parts. Agents see it in qualified references such as
+            `plant-floor:device.acme.ac200`.
+        """),
+        required=True,
+    ),
+    Option(
+        "version",
+        str,
+        None,
+        _check_version,
+        "The library's version, a semantic version.",
+        cleandoc("""
+            Required. The library's version as a semantic version (`1.2.0`). Quote it if
+            YAML might read it as something else.
+        """),
+        required=True,
+    ),
+    Option(
+        "vocab",
+        dict,
+        {},
+        _check_vocab,
+        "The values each field may take.",
+        cleandoc(f"""
+            A mapping from a field name to the list of values it may take, for example
+            `kind: [device, protocol, guide]`. Any field can have a vocabulary; `verified`
+            has a fixed one (`{"`, `".join(VERIFIED_STATES)}`). A value outside its
+            field's vocabulary is an error ({rules.VOCAB.code}).
+        """),
+    ),
+    Option(
+        "required",
+        list,
+        [],
+        _check_field_names,
+        "Fields every doc must have, beyond the built-in ones.",
+        cleandoc(f"""
+            Field names that every doc must have, in addition to
+            `{"`, `".join(BUILTIN_FIELDS[:-1])}` and `{BUILTIN_FIELDS[-1]}`
+            ({rules.FIELD_MISSING.code}).
+        """),
+    ),
+    Option(
+        "limits",
+        dict,
+        {},
+        _check_limits,
+        "Length and size limits.",
+        _limits_table(),
+    ),
+    Option(
+        "snippet_validators",
+        dict,
+        {},
+        _check_validators,
+        "Validators for fenced snippets, by fence language.",
+        cleandoc(f"""
+            A mapping from a fence language to `"module:function"` or `"off"`. The
+            function takes the snippet's text and returns a list of errors: strings,
+            `(line, message)` pairs with a 1-based line inside the snippet, or
+            `(line, column, message)` triples. The built-in validators `yaml`, `yml`,
+            `json` and `toml` can be replaced or switched off the same way. The module is
+            imported when the configuration is read, from the installed packages or the
+            folder of `mkdocs.yml`; a module that cannot be imported is a configuration
+            error ({rules.VALIDATOR_IMPORT.code}).
+
+            Write `"off"` in quotes, or `off`, which YAML reads as false and Handbook
+            takes as off.
+        """),
+    ),
+    Option(
+        "rules",
+        dict,
+        {},
+        _check_rules,
+        "Rule levels by code: error, warn or off.",
+        cleandoc(f"""
+            A mapping from a rule code to `{"`, `".join(LEVELS[:-1])}` or `off`, overriding
+            the rule's default severity. Configuration codes (`HB0xx`) cannot be changed.
+        """),
+    ),
+    Option(
+        "exclude",
+        list,
+        [],
+        _check_exclude,
+        "Glob patterns of files and folders not to read.",
+        cleandoc("""
+            Glob patterns (`fnmatch` style, `*` also matches `/`) matched against paths
+            relative to the docs folder; a matching file or folder is not read at all.
+        """),
+    ),
+    Option(
+        "list_fields",
+        list,
+        None,
+        _check_field_names,
+        "The fields list results and header cards show.",
+        cleandoc("""
+            The app-specific fields that list results and page header cards show beside
+            id, kind, title, summary and verified state, for example
+            `[vendor, model, protocol]`. By default, every field that has a vocabulary,
+            except `kind`.
+        """),
+    ),
+    Option(
+        "bundle_dir",
+        str,
+        DEFAULT_BUNDLE_DIR,
+        _check_path,
+        "Where the bundle is published.",
+        cleandoc(f"""
+            Where `handbook build` and `mkdocs build` publish the bundle, relative to
+            `mkdocs.yml`; default `{DEFAULT_BUNDLE_DIR}`. The path is a symlink to an
+            immutable version folder beside it, swapped atomically when a build succeeds.
+            `handbook build --out DIR` overrides it. `mkdocs build` also copies the bundle
+            into the site, at `<site_dir>/bundle/`.
+        """),
+    ),
+    Option(
+        "signing_key",
+        str,
+        None,
+        _check_path,
+        "A private key file to sign the bundle with.",
+        cleandoc("""
+            A file holding the Ed25519 private key (PEM, as written by `handbook keygen`)
+            to sign the bundle with, relative to `mkdocs.yml`. Used only when no other key
+            is given: a `--key KEYFILE` option comes first, then the
+            `HANDBOOK_SIGNING_KEY` environment variable (the key file's contents, for CI
+            secrets), then this file. Keep the file out of version control. Without any
+            key the bundle is unsigned; `--strict` builds (`handbook build --strict`,
+            `mkdocs build --strict`) and builds with `CI` set refuse to be unsigned.
+        """),
+    ),
+    Option(
+        "expires",
+        str,
+        None,
+        _check_expires,
+        "When readers must stop accepting the bundle.",
+        cleandoc("""
+            When readers must stop accepting the bundle: a duration after the build
+            (`"90d"`, `"12h"`) or a UTC time (`"2027-01-31T00:00:00Z"`). It is written
+            into the signed manifest as `expires`; every reader refuses an expired bundle,
+            so a mirror that keeps serving an old version cannot freeze its readers on it.
+            Rebuild and republish before it runs out. `handbook build --expires`
+            overrides it. Default: no expiry.
+        """),
+    ),
+    Option(
+        "default_lang",
+        str,
+        None,
+        _check_lang,
+        "The language of docs without a `lang` field.",
+        cleandoc(f"""
+            The language of docs that have no `lang` field, as a language tag (`en`, `de`,
+            `pt-BR`). A library may hold the same id once per language: each doc names
+            its language in `lang`, and ids must be unique per language
+            ({rules.ID_DUPLICATE.code}). `get(id, lang="de")` serves the German doc, and
+            when there is none, the one in `default_lang`, saying so (`fallback: true`);
+            `list` and `search` take `lang` to keep to one language; `status` counts
+            documents, indexed documents and verified documents per language, apart.
+            Default: none (docs without `lang` have no language).
+        """),
+    ),
+)
+"""Every key of the `handbook` entry, in the order the docs and messages list them."""

@@ -2,9 +2,9 @@
 workflow annotations for pull requests.
 
 A finding is where (path relative to the docs root, 1-based line and column), what (a
-rule code from `rules`) and how bad (its severity after the configuration has spoken).
-Findings sort by path, then line, column and code, so output is stable across runs and
-machines.
+rule code; findings are made by the rules in `rules`) and how bad (its severity after
+the configuration has spoken). Findings sort by path, then line, column and code, so
+output is stable across runs and machines.
 """
 
 from __future__ import annotations
@@ -12,8 +12,28 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
+from typing import Literal
 
-from .rules import RULES, Level, Severity
+
+class Severity(StrEnum):
+    """How much a finding matters, most severe first. The value is what JSON output and
+    the `rules` key of the configuration say; a lower level (a notice) would be one more
+    member, with its noun."""
+
+    ERROR = "error"
+    WARN = "warn"
+
+    @property
+    def noun(self) -> str:
+        """The word people read in text output and summaries; also GitHub's name for
+        the annotation (error, warning, notice)."""
+        return "warning" if self is Severity.WARN else self.value
+
+
+Level = Severity | Literal["off"]
+"""What the configuration may set a rule to."""
+LEVELS: tuple[Level, ...] = (*Severity, "off")
 
 
 @dataclass(frozen=True, order=True)
@@ -23,19 +43,14 @@ class Finding:
     col: int
     code: str
     message: str
-    severity: Severity = "error"
+    severity: Severity = Severity.ERROR
 
     def __str__(self) -> str:
-        label = "" if self.severity == "error" else "(warning) "
+        label = "" if self.severity is Severity.ERROR else f"({self.severity.noun}) "
         return f"{self.path}:{self.line}:{self.col}: {self.code} {label}{self.message}"
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def finding(path: str, line: int, code: str, message: str, col: int = 1) -> Finding:
-    """A finding at the rule's default severity; `apply_levels` adjusts it later."""
-    return Finding(path, max(line, 1), max(col, 1), code, message, RULES[code].severity)
 
 
 def apply_levels(findings: Iterable[Finding], levels: Mapping[str, Level]) -> list[Finding]:
@@ -44,14 +59,15 @@ def apply_levels(findings: Iterable[Finding], levels: Mapping[str, Level]) -> li
     for f in findings:
         level = levels.get(f.code, f.severity)
         if level != "off":
-            out.append(replace(f, severity=level))
+            out.append(replace(f, severity=Severity(level)))
     return sorted(out)
 
 
 def count(findings: Sequence[Finding]) -> tuple[int, int]:
     """(errors, warnings)."""
-    errors = sum(1 for f in findings if f.severity == "error")
-    return errors, len(findings) - errors
+    errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+    warnings = sum(1 for f in findings if f.severity is Severity.WARN)
+    return errors, warnings
 
 
 def render_text(findings: Sequence[Finding]) -> str:
@@ -66,9 +82,8 @@ def render_github(findings: Sequence[Finding], prefix: str = "") -> str:
     """Workflow commands; `prefix` turns docs-root paths into repository paths."""
     lines = []
     for f in findings:
-        command = "error" if f.severity == "error" else "warning"
         props = f"file={_escape_property(prefix + f.path)},line={f.line},col={f.col},title={f.code}"
-        lines.append(f"::{command} {props}::{_escape_data(f.message)}\n")
+        lines.append(f"::{f.severity.noun} {props}::{_escape_data(f.message)}\n")
     return "".join(lines)
 
 

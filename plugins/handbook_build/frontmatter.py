@@ -1,4 +1,4 @@
-"""YAML frontmatter, read defensively into plain JSON values with a line for every key.
+"""YAML frontmatter, read defensively into plain JSON values with the place of every key.
 
 The frontmatter becomes catalog metadata that agents filter on, so it must mean the
 same thing to every reader. PyYAML's safe loader is still too generous for that:
@@ -11,19 +11,26 @@ same thing to every reader. PyYAML's safe loader is still too generous for that:
   meant;
 * integers beyond ±(2^53-1) are refused: JavaScript readers would round them;
 * dates become ISO 8601 strings, keys must be strings and may not repeat, and the
-  YAML 1.1 words yes/no/on/off, which become booleans, draw a warning.
+  YAML 1.1 words yes/no/on/off, which become booleans, are recorded: the field rules
+  warn about them, or report them once as a wrong value where a string is expected.
+
+A refusal of the whole block (no block, bad YAML, aliases, tags, size) raises
+`FrontmatterError`. A refused value only drops its field: the other fields are read, so
+every finding of the frontmatter is reported in one run.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.constructor import SafeConstructor
 
-from .findings import Finding, finding
+from . import rules
+from .findings import Finding
 
 MAX_BYTES = 64 * 1024
 MAX_DEPTH = 32
@@ -33,21 +40,52 @@ _OPEN = re.compile(r"---[ \t]*\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _STR = "tag:yaml.org,2002:str"
 _BOOL_WORDS = {"yes", "no", "on", "off"}
+_FIRST_LINE = 2
+"""The file line of the frontmatter's first line, after the opening `---`."""
 _constructor = SafeConstructor()
 # libyaml's parser is ~10x faster and resolves tags the same way; pure Python otherwise.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class Mark(NamedTuple):
+    """A place in the file: 1-based line and column, and the scalar written there."""
+
+    line: int
+    col: int
+    text: str = ""
+    """A scalar as written (`yes` where YAML reads true); "" for a list or mapping."""
+
+
+class Field(NamedTuple):
+    """Where a top-level field is written: its key, its value, the items of a list."""
+
+    key: Mark
+    value: Mark
+    items: tuple[Mark, ...] = ()
+
+
+class BoolWord(NamedTuple):
+    """A YAML 1.1 word read as a boolean, under the top-level `field`."""
+
+    field: str
+    name: str
+    """The key it is the value of (the list's key for a list item)."""
+    mark: Mark
+
+
 @dataclass
 class Frontmatter:
     data: dict[str, Any]
-    lines: dict[str, int]
-    """Top-level key -> 1-based line in the file."""
+    """The fields whose values were read; a refused value drops its field."""
+    fields: dict[str, Field]
+    """Every top-level field written, read or refused."""
     body_offset: int
     """Where the body starts in the file's text."""
     body_line: int
     """The 1-based file line of the body's first line."""
-    warnings: list[Finding] = field(default_factory=list)
+    findings: list[Finding]
+    """The refused keys and values."""
+    bool_words: list[BoolWord]
 
 
 class FrontmatterError(Exception):
@@ -61,33 +99,17 @@ class FrontmatterError(Exception):
 def parse(path: str, text: str) -> Frontmatter:
     """Split off and parse the frontmatter; raise `FrontmatterError` when it is unusable."""
     if not _OPEN.match(text):
-        raise FrontmatterError(
-            finding(
-                path,
-                1,
-                "HB201",
-                "has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
-            )
-        )
+        raise FrontmatterError(rules.FRONTMATTER_MISSING.at(path, 1))
     start = text.index("\n") + 1
     close = _CLOSE.search(text, start)
     if close is None:
-        raise FrontmatterError(
-            finding(
-                path,
-                1,
-                "HB202",
-                "frontmatter is never closed; add a `---` line after the last field",
-            )
-        )
+        raise FrontmatterError(rules.FRONTMATTER_UNCLOSED.at(path, 1))
     source = text[start : close.start()]
     if len(source) > MAX_BYTES // 4 and len(source.encode()) > MAX_BYTES:
+        size = len(source.encode())
         raise FrontmatterError(
-            finding(
-                path,
-                2,
-                "HB207",
-                f"frontmatter is {len(source.encode()):,} bytes; the limit is {MAX_BYTES:,}: move long content into the body",
+            rules.FRONTMATTER_TOO_LARGE.at(
+                path, _FIRST_LINE, variant="size", size=size, limit=MAX_BYTES
             )
         )
     body_offset = min(close.end() + 1, len(text))
@@ -95,17 +117,13 @@ def parse(path: str, text: str) -> Frontmatter:
     node = _compose(path, source)
     if not isinstance(node, yaml.MappingNode):
         what = "empty" if node is None else f"a {_kind(node)}"
+        mark = _mark(node) if node is not None else Mark(_FIRST_LINE, 1)
         raise FrontmatterError(
-            finding(
-                path, 2, "HB204", f"frontmatter is {what}, not a mapping of fields like `id: ...`"
-            )
+            rules.FRONTMATTER_NOT_MAPPING.at(path, mark.line, mark.col, what=what)
         )
     reader = _Reader(path)
-    data = reader.mapping(node)
-    lines = {str(k.value): k.start_mark.line + 2 for k, _ in node.value}
-    if reader.errors:
-        raise FrontmatterError(*reader.errors)
-    return Frontmatter(data, lines, body_offset, body_line, reader.warnings)
+    data, fields = reader.fields(node)
+    return Frontmatter(data, fields, body_offset, body_line, reader.errors, reader.bool_words)
 
 
 def _kind(node: yaml.Node) -> str:
@@ -114,68 +132,66 @@ def _kind(node: yaml.Node) -> str:
     return "list" if isinstance(node, yaml.SequenceNode) else "single value"
 
 
+def _mark(node: yaml.Node) -> Mark:
+    text = node.value if isinstance(node, yaml.ScalarNode) else ""
+    return Mark(node.start_mark.line + _FIRST_LINE, node.start_mark.column + 1, text)
+
+
 def _compose(path: str, source: str) -> yaml.Node | None:
     """The node tree, after an event scan has ruled out aliases, tags and deep nesting."""
     depth = 0
     try:
         for event in yaml.parse(source, Loader=_Loader):
-            line = event.start_mark.line + 2 if event.start_mark else 2
+            mark = event.start_mark
+            line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise FrontmatterError(
-                    finding(
-                        path,
-                        line,
-                        "HB205",
-                        "frontmatter uses a YAML anchor or alias; write the value out",
-                    )
-                )
+                raise FrontmatterError(rules.YAML_ALIAS.at(path, line, col))
             tag = getattr(event, "tag", None)
             if tag is not None and tag not in (_STR, "!"):
-                raise FrontmatterError(
-                    finding(
-                        path,
-                        line,
-                        "HB206",
-                        f"frontmatter uses the YAML tag {tag}; remove it (quote strings instead)",
-                    )
-                )
+                raise FrontmatterError(rules.YAML_TAG.at(path, line, col, variant="tag", tag=tag))
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise FrontmatterError(
-                        finding(
-                            path,
-                            line,
-                            "HB207",
-                            f"frontmatter is nested deeper than {MAX_DEPTH} levels",
-                        )
-                    )
+                    raise FrontmatterError(_too_deep(path, line, col))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         return yaml.compose(source, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 2 if mark else 2
-        col = mark.column + 1 if mark else 1
+        line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's own depth guard fired before ours
-            raise FrontmatterError(
-                finding(
-                    path, line, "HB207", f"frontmatter is nested deeper than {MAX_DEPTH} levels"
-                )
-            ) from None
-        raise FrontmatterError(
-            finding(path, line, "HB203", f"frontmatter is not valid YAML: {problem}", col=col)
-        ) from None
+            raise FrontmatterError(_too_deep(path, line, col)) from None
+        raise FrontmatterError(rules.YAML_SYNTAX.at(path, line, col, problem=problem)) from None
+
+
+def _too_deep(path: str, line: int, col: int) -> Finding:
+    return rules.FRONTMATTER_TOO_LARGE.at(path, line, col, variant="depth", depth=MAX_DEPTH)
 
 
 class _Reader:
-    """Turns a node tree into JSON values, collecting what it refuses or warns about."""
+    """Turns a node tree into JSON values, collecting what it refuses (`errors`) and the
+    YAML 1.1 words it reads as booleans."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.errors: list[Finding] = []
-        self.warnings: list[Finding] = []
+        self.bool_words: list[BoolWord] = []
+        self.field = ""
+
+    def fields(self, node: yaml.MappingNode) -> tuple[dict[str, Any], dict[str, Field]]:
+        """The top level: the values read, and the place of every field written."""
+        data: dict[str, Any] = {}
+        fields: dict[str, Field] = {}
+        for key, value in self._pairs(node):
+            self.field = key.value
+            refused = len(self.errors)
+            read = self.value(value, key.value)
+            items = tuple(map(_mark, value.value)) if isinstance(value, yaml.SequenceNode) else ()
+            fields[key.value] = Field(_mark(key), _mark(value), items)
+            if len(self.errors) == refused:
+                data[key.value] = read
+        return data, fields
 
     def value(self, node: yaml.Node, name: str) -> Any:
         if isinstance(node, yaml.MappingNode):
@@ -186,78 +202,46 @@ class _Reader:
         return self.scalar(node, name)
 
     def mapping(self, node: yaml.MappingNode) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        return {key.value: self.value(value, key.value) for key, value in self._pairs(node)}
+
+    def _pairs(self, node: yaml.MappingNode) -> Iterator[tuple[yaml.ScalarNode, yaml.Node]]:
+        """The pairs whose keys are strings, each key once; the others are refused."""
+        seen: set[str] = set()
         for key, value in node.value:
-            line, col = key.start_mark.line + 2, key.start_mark.column + 1
+            line, col, _ = _mark(key)
             if not isinstance(key, yaml.ScalarNode):
-                self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB208",
-                        f"a key is a {_kind(key)}; keys must be strings",
-                        col,
-                    )
-                )
-                continue
-            if key.tag != _STR:
-                self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB208",
-                        f"key {key.value!r} is not a string; quote it",
-                        col,
-                    )
-                )
-                continue
-            if key.value in out:
-                self.errors.append(
-                    finding(
-                        self.path, line, "HB208", f"key `{key.value}` appears twice; keep one", col
-                    )
-                )
-                continue
-            out[key.value] = self.value(value, key.value)
-        return out
+                self._refuse(line, col, rules.YAML_KEY, "collection", kind=_kind(key))
+            elif key.tag != _STR:
+                self._refuse(line, col, rules.YAML_KEY, "not_string", key=key.value)
+            elif key.value in seen:
+                self._refuse(line, col, rules.YAML_KEY, "twice", key=key.value)
+            else:
+                seen.add(key.value)
+                yield key, value
+
+    def _refuse(
+        self, line: int, col: int, rule: rules.Rule, variant: str = "", **fields: object
+    ) -> None:
+        self.errors.append(rule.at(self.path, line, col, variant=variant, **fields))
 
     def scalar(self, node: yaml.ScalarNode, name: str) -> Any:
-        tag, line = node.tag, node.start_mark.line + 2
+        tag = node.tag
         if tag == _STR:
             return node.value
+        mark = _mark(node)
+        line, col, text = mark
         if tag.endswith(":bool"):
-            if node.value.lower() in _BOOL_WORDS:
-                self.warnings.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB210",
-                        f"`{name}: {node.value}` is read as {str(node.value.lower() in ('yes', 'on')).lower()}; write true/false, or quote it for the word",
-                    )
-                )
+            if text.lower() in _BOOL_WORDS:
+                self.bool_words.append(BoolWord(self.field, name, mark))
             return _constructor.construct_yaml_bool(node)
         if tag.endswith(":int"):
             try:
                 number = _constructor.construct_yaml_int(node)
             except ValueError:
-                self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB206",
-                        f"`{name}: {node.value}` is not a number YAML can read; quote it",
-                    )
-                )
+                self._refuse(line, col, rules.YAML_TAG, "number", name=name, text=text)
                 return None
             if abs(number) > MAX_SAFE_INTEGER:
-                self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB211",
-                        f"`{name}: {node.value}` is too large for JSON readers to hold exactly; quote it",
-                    )
-                )
+                self._refuse(line, col, rules.YAML_INT_RANGE, name=name, text=text)
             return number
         if tag.endswith(":null"):
             return None
@@ -265,26 +249,12 @@ class _Reader:
             try:
                 return _constructor.construct_yaml_timestamp(node).isoformat()
             except ValueError as exc:  # 2026-02-30: shaped like a date, but none
-                self.errors.append(
-                    finding(
-                        self.path,
-                        line,
-                        "HB302",
-                        f"`{name}: {node.value}` is not a real date ({exc}); fix it or quote it",
-                    )
+                self._refuse(
+                    line, col, rules.FIELD_TYPE, "no_such_date", name=name, text=text, error=exc
                 )
                 return None
         if tag.endswith(":float"):
-            self.errors.append(
-                finding(
-                    self.path,
-                    line,
-                    "HB209",
-                    f'`{name}: {node.value}` is read as a float; quote it ("{node.value}") or use an integer',
-                )
-            )
+            self._refuse(line, col, rules.YAML_FLOAT, name=name, text=text)
             return None
-        self.errors.append(
-            finding(self.path, line, "HB206", f"`{name}` has a value of type {tag}; use a string")
-        )
+        self._refuse(line, col, rules.YAML_TAG, "type", name=name, tag=tag)
         return None

@@ -26,6 +26,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from mkdocs.config import base
 from mkdocs.config import config_options as c
@@ -42,7 +43,7 @@ from handbook.layout import LLMS
 from handbook.signing import SIGNING_KEY_ENV
 
 from . import pages, pipeline
-from .config import DEFAULT_BUNDLE_DIR, Config, ConfigError, load_config
+from .config import DEFAULT_BUNDLE_DIR, OPTIONS, Config, ConfigError, Option, load_config
 from .findings import Finding
 from .seal import PublishError
 
@@ -51,23 +52,19 @@ log = logging.getLogger("mkdocs.plugins.handbook")
 SITE_BUNDLE = "bundle"
 
 
-class HandbookConfig(base.Config):
-    """The keys of the `handbook` entry (reference/configuration in the docs). Types
-    only: `config.load_config` checks values and reports them at their line."""
+def _config_option(option: Option) -> base.BaseConfigOption[Any]:
+    """MkDocs' declaration of an option: its YAML type and default, nothing more."""
+    if option.default is None:
+        return c.Optional(c.Type(option.type))
+    return c.Type(option.type, default=option.default)
 
-    library = c.Optional(c.Type(str))
-    version = c.Optional(c.Type(str))
-    vocab = c.Type(dict, default={})
-    required = c.Type(list, default=[])
-    limits = c.Type(dict, default={})
-    snippet_validators = c.Type(dict, default={})
-    rules = c.Type(dict, default={})
-    exclude = c.Type(list, default=[])
-    list_fields = c.Optional(c.Type(list))
-    bundle_dir = c.Type(str, default=DEFAULT_BUNDLE_DIR)
-    signing_key = c.Optional(c.Type(str))
-    expires = c.Optional(c.Type(str))
-    default_lang = c.Optional(c.Type(str))
+
+class HandbookConfig(base.Config):
+    """The keys of the `handbook` entry, declared from `config.OPTIONS`. Types only:
+    `config.load_config` checks values and reports them at their line and column."""
+
+    # MkDocs collects a config class's options into `_schema`; these come from a table.
+    _schema = tuple((option.name, _config_option(option)) for option in OPTIONS)
 
 
 class HandbookPlugin(BasePlugin[HandbookConfig]):

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .findings import Finding
-from .frontmatter import FrontmatterError
+from .frontmatter import BoolWord, Field, FrontmatterError, Mark
 from .frontmatter import parse as parse_frontmatter
 from .source import Text
 
@@ -62,6 +62,8 @@ class Fence(NamedTuple):
     text: str
     line: int
     """1-based file line of the snippet's first line."""
+    col: int
+    """1-based file column of the opening fence, where the snippet's lines start."""
 
 
 @dataclass(frozen=True)
@@ -69,26 +71,41 @@ class Doc:
     path: str
     """POSIX path relative to the docs root."""
     meta: dict[str, Any]
-    lines: dict[str, int]
-    """Frontmatter key -> 1-based line."""
+    """The frontmatter fields whose values were read (a refused value is not here)."""
+    fields: dict[str, Field]
+    """Where every frontmatter field is written, read or refused."""
     body: str
     body_line: int
     headings: tuple[Heading, ...]
     sections: tuple[Section, ...]
     fences: tuple[Fence, ...]
+    bool_words: tuple[BoolWord, ...]
+    """The YAML 1.1 words in the frontmatter that were read as booleans."""
 
     @property
     def id(self) -> str:
         value = self.meta.get("id")
         return value if isinstance(value, str) else ""
 
-    def line_of(self, key: str) -> int:
-        """Where a frontmatter field is, or the opening `---` when it is absent."""
-        return self.lines.get(key, 1)
+    @property
+    def lines(self) -> dict[str, int]:
+        """Frontmatter key -> 1-based line."""
+        return {name: f.key.line for name, f in self.fields.items()}
+
+    def key_at(self, key: str) -> Mark:
+        """Where a frontmatter key is written, or the opening `---` when it is absent."""
+        found = self.fields.get(key)
+        return found.key if found else Mark(1, 1)
+
+    def value_at(self, key: str) -> Mark:
+        """Where a frontmatter field's value is written, or the opening `---`."""
+        found = self.fields.get(key)
+        return found.value if found else Mark(1, 1)
 
 
 def parse(source: Text) -> tuple[Doc | None, list[Finding]]:
-    """The doc and any warnings, or None and the findings that make it unusable."""
+    """The doc and the findings about its frontmatter's fields, or None and the findings
+    that make it unusable."""
     try:
         fm = parse_frontmatter(source.path, source.text)
     except FrontmatterError as exc:
@@ -96,8 +113,18 @@ def parse(source: Text) -> tuple[Doc | None, list[Finding]]:
     body = source.text[fm.body_offset :]
     headings, fences = _structure(body, fm.body_line)
     sections = _sections(headings, len(body))
-    doc = Doc(source.path, fm.data, fm.lines, body, fm.body_line, headings, sections, fences)
-    return doc, fm.warnings
+    doc = Doc(
+        source.path,
+        fm.data,
+        fm.fields,
+        body,
+        fm.body_line,
+        headings,
+        sections,
+        fences,
+        tuple(fm.bool_words),
+    )
+    return doc, fm.findings
 
 
 def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:
@@ -139,7 +166,9 @@ def _structure(body: str, body_line: int) -> tuple[tuple[Heading, ...], tuple[Fe
             lang = (
                 token.info.split(maxsplit=1)[0].strip("{}.").lower() if token.info.strip() else ""
             )
-            fences.append(Fence(lang, token.content, body_line + token.map[0] + 1))
+            start = line_offsets[token.map[0]]
+            col = body.find(token.markup, start) - start + 1  # after an indent, `>` or `-`
+            fences.append(Fence(lang, token.content, body_line + token.map[0] + 1, col))
     return tuple(headings), tuple(fences)
 
 

@@ -24,10 +24,10 @@ from handbook.errors import KeyFormatError
 from handbook.manifest import utc_seconds, utc_time
 from handbook.signing import SIGNING_KEY_ENV, load_private_key
 
-from . import snippets
+from . import rules, snippets
 from .config import Config
 from .emit import emit, index_entries
-from .findings import Finding, apply_levels, count, finding
+from .findings import Finding, apply_levels, count
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
 from .seal import BundleWriter, publish, staging
@@ -217,14 +217,9 @@ def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
         return None, [source]
     too_long = max(4 * config.limits.body_max_chars, 256 * 1024)
     if len(source.text) > too_long:  # parsed, it would take hundreds of bytes per character
+        limit = config.limits.body_max_chars
         return None, [
-            finding(
-                path,
-                1,
-                "HB402",
-                f"file has {len(source.text):,} characters, far over the "
-                f"{config.limits.body_max_chars:,} limit; it is not parsed: split the doc",
-            )
+            rules.BODY_TOO_LONG.at(path, 1, variant="file", chars=len(source.text), limit=limit)
         ]
     doc, findings = parse(source)
     if doc is not None:

@@ -1,121 +1,311 @@
-"""The rule codes: the one list every finding, the docs and the config refer to.
+"""The rule codes: the one place a code is written. Every finding is made by a rule here
+(``rules.FRONTMATTER_MISSING.at(path, 1)``), and the docs and the configuration refer
+to the same objects.
 
 A code is a contract. Authors silence or promote rules by code in `mkdocs.yml`, CI
-greps for codes, and `docs/reference/rules.md` documents each one (a test keeps the two
-in step). Codes are never reused; a retired rule keeps its number.
+greps for codes, and `docs/reference/rules.md` documents each one under a heading whose
+anchor is the rule's `anchor` (a test keeps the two in step). Codes are never reused; a
+retired rule keeps its number. The messages live here too, beside their codes, as
+`str.format` templates; a rule with several messages names each (``variant``).
 
 ``HB0xx`` codes are configuration errors: they stop the run with exit 2 and cannot be
-switched off. All others are findings about a file and can be set to ``error``,
-``warn`` or ``off``.
+switched off. All others are findings about a file, and their level is configurable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-Severity = Literal["error", "warn"]
-Level = Literal["error", "warn", "off"]
-LEVELS: tuple[Level, ...] = ("error", "warn", "off")
+from .findings import Finding, Severity
+
+ERROR, WARN = Severity.ERROR, Severity.WARN
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # each rule is one object: equal and hashed by identity
 class Rule:
     code: str
     name: str
     severity: Severity
+    """The default; the configuration's `rules` key may change it."""
     summary: str
+    messages: Mapping[str, str]
+    """Variant -> message template; a rule with one message has the variant ""."""
 
     @property
     def configurable(self) -> bool:
         return not self.code.startswith("HB0")
 
+    @property
+    def anchor(self) -> str:
+        """The anchor of the rule's heading (``## HB201 frontmatter-missing``) in
+        docs/reference/rules.md, as MkDocs makes it."""
+        return f"{self.code.lower()}-{self.name}"
 
-_RULES = [
-    # configuration (exit 2)
-    Rule(
-        "HB001",
-        "config-invalid",
-        "error",
-        "The handbook configuration is missing, malformed or has a wrong key or value.",
-    ),
-    Rule(
-        "HB002",
-        "validator-import",
-        "error",
-        "A snippet validator named in the configuration cannot be imported.",
-    ),
-    # files
-    Rule("HB101", "not-utf8", "error", "The file is not valid UTF-8."),
-    Rule("HB102", "symlink", "error", "A symlink inside the docs root; docs must be real files."),
-    Rule("HB103", "special-file", "error", "A FIFO, socket or device file inside the docs root."),
-    Rule("HB104", "unsafe-path", "error", "A path that escapes the docs root or is not portable."),
-    Rule(
-        "HB105",
-        "path-collision",
-        "error",
-        "Two paths that are the same after case folding or Unicode normalization.",
-    ),
-    Rule(
-        "HB106",
-        "resource-too-large",
-        "error",
-        "A file attached to a folder doc is over the size limit.",
-    ),
-    # frontmatter
-    Rule(
-        "HB201",
-        "frontmatter-missing",
-        "error",
-        "The file does not start with a `---` frontmatter block.",
-    ),
-    Rule(
-        "HB202", "frontmatter-unclosed", "error", "The frontmatter block is never closed by `---`."
-    ),
-    Rule("HB203", "yaml-syntax", "error", "The frontmatter is not valid YAML."),
-    Rule(
-        "HB204",
-        "frontmatter-not-mapping",
-        "error",
-        "The frontmatter is valid YAML but not a mapping of fields.",
-    ),
-    Rule("HB205", "yaml-alias", "error", "The frontmatter uses YAML anchors or aliases."),
-    Rule("HB206", "yaml-tag", "error", "The frontmatter uses an explicit YAML tag."),
-    Rule(
-        "HB207",
-        "frontmatter-too-large",
-        "error",
-        "The frontmatter is over 64 KiB or nested too deeply.",
-    ),
-    Rule("HB208", "yaml-key", "error", "A frontmatter key is not a string, or appears twice."),
-    Rule("HB209", "yaml-float", "error", "A frontmatter value is a float; quote it."),
-    Rule(
-        "HB210", "yaml-bool-word", "warn", "A YAML 1.1 word (yes/no/on/off) is read as a boolean."
-    ),
-    Rule(
-        "HB211",
-        "yaml-int-range",
-        "error",
-        "An integer is beyond ±(2^53-1), which JSON readers cannot hold exactly.",
-    ),
-    # fields
-    Rule("HB301", "field-missing", "error", "A required field is missing or empty."),
-    Rule("HB302", "field-type", "error", "A field has the wrong type or format."),
-    Rule("HB303", "id-pattern", "error", "The id does not match the id pattern."),
-    Rule("HB304", "id-duplicate", "error", "Two docs share an id."),
-    Rule("HB305", "vocab", "error", "A value is outside the library's vocabulary for its field."),
-    Rule("HB306", "summary-length", "error", "The summary is longer than the limit."),
-    # body
-    Rule("HB401", "body-long", "warn", "The body is over the warning limit."),
-    Rule("HB402", "body-too-long", "error", "The body is over the hard limit."),
-    # snippets
-    Rule("HB501", "snippet-invalid", "error", "A fenced snippet fails its language's validator."),
-    Rule(
-        "HB502",
-        "snippet-validator-crash",
-        "error",
-        "A snippet validator raised instead of returning errors.",
-    ),
-]
+    def at(
+        self, path: str, line: int, col: int = 1, /, variant: str = "", **fields: object
+    ) -> Finding:
+        """A finding at the rule's default severity, its message filled from `fields`
+        (`apply_levels` adjusts the severity later)."""
+        message = self.messages[variant].format(**fields)
+        return Finding(path, max(line, 1), max(col, 1), self.code, message, self.severity)
 
-RULES: dict[str, Rule] = {rule.code: rule for rule in _RULES}
+
+RULES: dict[str, Rule] = {}
+"""Code -> rule, in code order."""
+
+
+def _rule(
+    code: str, name: str, severity: Severity, summary: str, message: str = "", /, **variants: str
+) -> Rule:
+    if code in RULES:
+        raise ValueError(f"rule code {code} is defined twice")
+    rule = Rule(code, name, severity, summary, {"": message, **variants} if message else variants)
+    RULES[code] = rule
+    return rule
+
+
+# -- configuration (exit 2) ------------------------------------------------------------------
+
+CONFIG_INVALID = _rule(
+    "HB001",
+    "config-invalid",
+    ERROR,
+    "The handbook configuration is missing, malformed or has a wrong key or value.",
+    option="handbook.{key}: {problem}",
+    no_file="no such file; pass --config PATH or create {path}",
+    unreadable="cannot read: {error}",
+    yaml="invalid YAML: {problem}",
+    not_mapping="mkdocs.yml must be a mapping of settings",
+    no_entry="no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+    entry_not_mapping="handbook: must be a mapping of options",
+    docs_dir="docs_dir: {path} is not a directory",
+)
+VALIDATOR_IMPORT = _rule(
+    "HB002",
+    "validator-import",
+    ERROR,
+    "A snippet validator named in the configuration cannot be imported.",
+    "handbook.snippet_validators.{lang}: {error}; install the module or fix the name",
+)
+
+# -- files ------------------------------------------------------------------------------------
+
+NOT_UTF8 = _rule(
+    "HB101",
+    "not-utf8",
+    ERROR,
+    "The file is not valid UTF-8.",
+    "is not UTF-8 (byte 0x{byte:02x} at offset {offset}); save the file as UTF-8",
+)
+SYMLINK = _rule(
+    "HB102",
+    "symlink",
+    ERROR,
+    "A symlink inside the docs root; docs must be real files.",
+    "is a symlink; replace it with the file itself",
+    unopenable="cannot be opened: {error}",
+)
+SPECIAL_FILE = _rule(
+    "HB103",
+    "special-file",
+    ERROR,
+    "A FIFO, socket or device file inside the docs root.",
+    "is a special file (FIFO, socket or device); remove it from the docs root",
+    unopenable="cannot be opened: {error}",
+    irregular="is not a regular file",
+)
+UNSAFE_PATH = _rule(
+    "HB104",
+    "unsafe-path",
+    ERROR,
+    "A path that escapes the docs root or is not portable.",
+    escape="is a symlink that escapes the docs root; move the file into the docs root",
+    unportable="{problem}; rename the file",
+    attached="cannot be attached: its path {problem}; rename the file",
+)
+PATH_COLLISION = _rule(
+    "HB105",
+    "path-collision",
+    ERROR,
+    "Two paths that are the same after case folding or Unicode normalization.",
+    "collides with {other} after case folding or Unicode normalization; rename one",
+)
+RESOURCE_TOO_LARGE = _rule(
+    "HB106",
+    "resource-too-large",
+    ERROR,
+    "A file attached to a folder doc is over the size limit.",
+    "is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)",
+)
+
+# -- frontmatter ------------------------------------------------------------------------------
+
+FRONTMATTER_MISSING = _rule(
+    "HB201",
+    "frontmatter-missing",
+    ERROR,
+    "The file does not start with a `---` frontmatter block.",
+    "has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+)
+FRONTMATTER_UNCLOSED = _rule(
+    "HB202",
+    "frontmatter-unclosed",
+    ERROR,
+    "The frontmatter block is never closed by `---`.",
+    "frontmatter is never closed; add a `---` line after the last field",
+)
+YAML_SYNTAX = _rule(
+    "HB203",
+    "yaml-syntax",
+    ERROR,
+    "The frontmatter is not valid YAML.",
+    "frontmatter is not valid YAML: {problem}",
+)
+FRONTMATTER_NOT_MAPPING = _rule(
+    "HB204",
+    "frontmatter-not-mapping",
+    ERROR,
+    "The frontmatter is valid YAML but not a mapping of fields.",
+    "frontmatter is {what}, not a mapping of fields like `id: ...`",
+)
+YAML_ALIAS = _rule(
+    "HB205",
+    "yaml-alias",
+    ERROR,
+    "The frontmatter uses YAML anchors or aliases.",
+    "frontmatter uses a YAML anchor or alias; write the value out",
+)
+YAML_TAG = _rule(
+    "HB206",
+    "yaml-tag",
+    ERROR,
+    "The frontmatter uses an explicit YAML tag.",
+    tag="frontmatter uses the YAML tag {tag}; remove it (quote strings instead)",
+    number="`{name}: {text}` is not a number YAML can read; quote it",
+    type="`{name}` has a value of type {tag}; use a string",
+)
+FRONTMATTER_TOO_LARGE = _rule(
+    "HB207",
+    "frontmatter-too-large",
+    ERROR,
+    "The frontmatter is over 64 KiB or nested too deeply.",
+    size="frontmatter is {size:,} bytes; the limit is {limit:,}: move long content into the body",
+    depth="frontmatter is nested deeper than {depth} levels",
+)
+YAML_KEY = _rule(
+    "HB208",
+    "yaml-key",
+    ERROR,
+    "A frontmatter key is not a string, or appears twice.",
+    collection="a key is a {kind}; keys must be strings",
+    not_string="key {key!r} is not a string; quote it",
+    twice="key `{key}` appears twice; keep one",
+)
+YAML_FLOAT = _rule(
+    "HB209",
+    "yaml-float",
+    ERROR,
+    "A frontmatter value is a float; quote it.",
+    '`{name}: {text}` is read as a float; quote it ("{text}") or use an integer',
+)
+YAML_BOOL_WORD = _rule(
+    "HB210",
+    "yaml-bool-word",
+    WARN,
+    "A YAML 1.1 word (yes/no/on/off) is read as a boolean.",
+    "`{name}: {text}` is read as {value}; write true/false, or quote it for the word",
+)
+YAML_INT_RANGE = _rule(
+    "HB211",
+    "yaml-int-range",
+    ERROR,
+    "An integer is beyond ±(2^53-1), which JSON readers cannot hold exactly.",
+    "`{name}: {text}` is too large for JSON readers to hold exactly; quote it",
+)
+
+# -- fields -----------------------------------------------------------------------------------
+
+FIELD_MISSING = _rule(
+    "HB301",
+    "field-missing",
+    ERROR,
+    "A required field is missing or empty.",
+    missing="required field `{field}` is missing; add `{field}:` to the frontmatter",
+    empty="required field `{field}` is empty",
+)
+FIELD_TYPE = _rule(
+    "HB302",
+    "field-type",
+    ERROR,
+    "A field has the wrong type or format.",
+    string="`{field}` must be a string, not {type}; quote it",
+    strings="`{field}` must be a list of strings, like `{field}: [a, b]`",
+    lang="`lang` must be a language tag like en, de or pt-BR, not {value!r}",
+    date="`effective_date` must be a date like 2026-01-31, not {value!r}",
+    no_such_date="`{name}: {text}` is not a real date ({error}); fix it or quote it",
+)
+ID_PATTERN = _rule(
+    "HB303",
+    "id-pattern",
+    ERROR,
+    "The id does not match the id pattern.",
+    "id {id!r} must be lowercase dotted words like `device.acme.c100` (letters, digits, `_`, `-`)",
+)
+ID_DUPLICATE = _rule(
+    "HB304",
+    "id-duplicate",
+    ERROR,
+    "Two docs share an id.",
+    "id `{id}` is already used{where} by {first}; ids must be unique per language",
+)
+VOCAB = _rule(
+    "HB305",
+    "vocab",
+    ERROR,
+    "A value is outside the library's vocabulary for its field.",
+    "`{field}: {text}` is not in the vocabulary; allowed: {allowed}",
+)
+SUMMARY_LENGTH = _rule(
+    "HB306",
+    "summary-length",
+    ERROR,
+    "The summary is longer than the limit.",
+    "summary has {chars:,} characters; the limit is {limit:,}: shorten it",
+)
+
+# -- body -------------------------------------------------------------------------------------
+
+BODY_LONG = _rule(
+    "HB401",
+    "body-long",
+    WARN,
+    "The body is over the warning limit.",
+    "body has {chars:,} characters, over the {limit:,} warning limit: consider splitting it",
+)
+BODY_TOO_LONG = _rule(
+    "HB402",
+    "body-too-long",
+    ERROR,
+    "The body is over the hard limit.",
+    "body has {chars:,} characters; the limit is {limit:,}: split the doc",
+    file="file has {chars:,} characters, far over the {limit:,} limit; it is not parsed: "
+    "split the doc",
+)
+
+# -- snippets ---------------------------------------------------------------------------------
+
+SNIPPET_INVALID = _rule(
+    "HB501",
+    "snippet-invalid",
+    ERROR,
+    "A fenced snippet fails its language's validator.",
+    "{lang} snippet: {problem}",
+)
+SNIPPET_VALIDATOR_CRASH = _rule(
+    "HB502",
+    "snippet-validator-crash",
+    ERROR,
+    "A snippet validator raised instead of returning errors.",
+    "{lang} validator crashed: {error}",
+)

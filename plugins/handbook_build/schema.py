@@ -1,17 +1,23 @@
 """The field rules of the doc format (DESIGN §4), applied to one parsed doc.
 
-Rules that need the whole library (duplicate ids) live in `validate`. A missing field is
-reported once, as missing, not again as the wrong type.
+Rules that need the whole library (duplicate ids) live in `validate`. Each field is
+reported once, by its most specific rule: a missing field as missing, not again as the
+wrong type; a value outside a vocabulary as such, with the allowed values, whatever YAML
+read it as (``verified: yes`` is one finding, not a boolean warning, a type error and a
+vocabulary error); a value the frontmatter reader refused not again at all.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from . import rules
 from .config import LANG, Config
-from .findings import Finding, finding
+from .findings import Finding
+from .frontmatter import Mark
 from .parse import Doc
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
@@ -35,108 +41,84 @@ def check(doc: Doc, config: Config) -> list[Finding]:
 
 
 def _check(doc: Doc, config: Config) -> Iterator[Finding]:
-    meta, path = doc.meta, doc.path
-    for name in config.required_fields:
-        if name not in meta:
-            yield finding(
-                path,
-                1,
-                "HB301",
-                f"required field `{name}` is missing; add `{name}:` to the frontmatter",
+    required = config.required_fields
+    for name in required:
+        if name not in doc.fields:
+            yield rules.FIELD_MISSING.at(doc.path, 1, variant="missing", field=name)
+        elif name in doc.meta and is_empty(doc.meta[name]):
+            key = doc.key_at(name)
+            yield rules.FIELD_MISSING.at(doc.path, key.line, key.col, variant="empty", field=name)
+    for name, value in doc.meta.items():
+        if not (name in required and is_empty(value)):
+            yield from _field(doc, name, value, config)
+    typed = {*STRING_FIELDS, *LIST_FIELDS, *config.vocabularies}
+    for word in doc.bool_words:
+        if word.field not in typed:  # where a string is expected, the field's rule says so
+            value = str(word.mark.text.lower() in ("yes", "on")).lower()
+            line, col, text = word.mark
+            yield rules.YAML_BOOL_WORD.at(
+                doc.path, line, col, name=word.name, text=text, value=value
             )
-        elif is_empty(meta[name]):
-            yield finding(path, doc.line_of(name), "HB301", f"required field `{name}` is empty")
-    for name in STRING_FIELDS:
-        value = meta.get(name)
-        if value is not None and not isinstance(value, str):
-            yield finding(
-                path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` must be a string, not {_type(value)}; quote it",
-            )
-    for name in LIST_FIELDS:
-        value = meta.get(name)
-        if value is not None and not (
-            isinstance(value, list) and all(isinstance(v, str) for v in value)
-        ):
-            yield finding(
-                path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` must be a list of strings, like `{name}: [a, b]`",
-            )
-    lang = meta.get("lang")
-    if isinstance(lang, str) and not LANG.fullmatch(lang):
-        yield finding(
-            path,
-            doc.line_of("lang"),
-            "HB302",
-            f"`lang` must be a language tag like en, de or pt-BR, not {lang!r}",
-        )
-    date = meta.get("effective_date")
-    if isinstance(date, str) and not ISO_DATE.fullmatch(date):
-        yield finding(
-            path,
-            doc.line_of("effective_date"),
-            "HB302",
-            f"`effective_date` must be a date like 2026-01-31, not {date!r}",
-        )
-    doc_id = meta.get("id")
-    if isinstance(doc_id, str) and doc_id and not ID_PATTERN.fullmatch(doc_id):
-        yield finding(
-            path,
-            doc.line_of("id"),
-            "HB303",
-            f"id {doc_id!r} must be lowercase dotted words like `device.acme.c100` (letters, digits, `_`, `-`)",
-        )
-    for name, allowed in config.vocabularies.items():
-        yield from _vocab(doc, name, allowed)
-    summary = meta.get("summary")
-    if isinstance(summary, str) and len(summary) > config.limits.summary_chars:
-        yield finding(
-            path,
-            doc.line_of("summary"),
-            "HB306",
-            f"summary has {len(summary):,} characters; the limit is {config.limits.summary_chars:,}: shorten it",
-        )
-    chars = len(doc.body)
-    if chars > config.limits.body_max_chars:
-        yield finding(
-            path,
-            doc.body_line,
-            "HB402",
-            f"body has {chars:,} characters; the limit is {config.limits.body_max_chars:,}: split the doc",
-        )
-    elif chars > config.limits.body_warn_chars:
-        yield finding(
-            path,
-            doc.body_line,
-            "HB401",
-            f"body has {chars:,} characters, over the {config.limits.body_warn_chars:,} warning limit: consider splitting it",
-        )
+    yield from _body(doc, config)
 
 
-def _vocab(doc: Doc, name: str, allowed: tuple[str, ...]) -> Iterator[Finding]:
-    value = doc.meta.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
+def _field(doc: Doc, name: str, value: Any, config: Config) -> Iterator[Finding]:
+    """The one finding about a field, or one per value outside its vocabulary. A field
+    written without a value (`version:`) is only wrong when it is required."""
+    if value is None:
         return
-    values = value if isinstance(value, list) else [value]
-    for item in values:
-        if not isinstance(item, str):
-            yield finding(
-                doc.path,
-                doc.line_of(name),
-                "HB302",
-                f"`{name}` values must be strings from its vocabulary, not {_type(item)}",
+    path, (line, col, _) = doc.path, doc.value_at(name)
+    allowed = config.vocabularies.get(name)
+    if name in STRING_FIELDS and isinstance(value, (list, dict)):
+        yield rules.FIELD_TYPE.at(path, line, col, variant="string", field=name, type=_type(value))
+    elif name in LIST_FIELDS and not (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
+        yield rules.FIELD_TYPE.at(path, line, col, variant="strings", field=name)
+    elif allowed is not None:
+        yield from _vocab(doc, name, value, allowed)
+    elif name in STRING_FIELDS and not isinstance(value, str):
+        yield rules.FIELD_TYPE.at(path, line, col, variant="string", field=name, type=_type(value))
+    elif name == "lang" and not LANG.fullmatch(value):
+        yield rules.FIELD_TYPE.at(path, line, col, variant="lang", value=value)
+    elif name == "effective_date" and not ISO_DATE.fullmatch(value):
+        yield rules.FIELD_TYPE.at(path, line, col, variant="date", value=value)
+    elif name == "id" and not ID_PATTERN.fullmatch(value):
+        yield rules.ID_PATTERN.at(path, line, col, id=value)
+    elif name == "summary" and len(value) > config.limits.summary_chars:
+        limit = config.limits.summary_chars
+        yield rules.SUMMARY_LENGTH.at(path, line, col, chars=len(value), limit=limit)
+
+
+def _vocab(doc: Doc, name: str, value: Any, allowed: tuple[str, ...]) -> Iterator[Finding]:
+    if isinstance(value, str) and not value.strip():
+        return
+    field = doc.fields[name]
+    if isinstance(value, list):
+        written = zip(value, field.items, strict=True)
+    else:
+        written = zip([value], [field.value], strict=True)
+    for item, mark in written:
+        if item not in allowed:
+            text = item if isinstance(item, str) else _as_written(item, mark)
+            yield rules.VOCAB.at(
+                doc.path, mark.line, mark.col, field=name, text=text, allowed=", ".join(allowed)
             )
-        elif item not in allowed:
-            yield finding(
-                doc.path,
-                doc.line_of(name),
-                "HB305",
-                f"`{name}: {item}` is not in the vocabulary; allowed: {', '.join(allowed)}",
-            )
+
+
+def _body(doc: Doc, config: Config) -> Iterator[Finding]:
+    chars, limits = len(doc.body), config.limits
+    if chars > limits.body_max_chars:
+        yield rules.BODY_TOO_LONG.at(
+            doc.path, doc.body_line, chars=chars, limit=limits.body_max_chars
+        )
+    elif chars > limits.body_warn_chars:
+        yield rules.BODY_LONG.at(doc.path, doc.body_line, chars=chars, limit=limits.body_warn_chars)
+
+
+def _as_written(value: Any, mark: Mark) -> str:
+    """A scalar as the author wrote it (`yes`, not true); a collection as JSON."""
+    return mark.text or json.dumps(value, ensure_ascii=False)
 
 
 def _type(value: Any) -> str:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from handbook.manifest import check_path
 
-from .findings import Finding, finding
+from . import rules
+from .findings import Finding
 
 _WINDOWS_RESERVED = {
     "con",
@@ -60,31 +61,15 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
         if stat.S_ISLNK(mode):
             target = os.path.realpath(entry.path)
             if os.path.commonpath([real_root, target]) != real_root:
-                findings.append(
-                    finding(
-                        rel,
-                        1,
-                        "HB104",
-                        "is a symlink that escapes the docs root; move the file into the docs root",
-                    )
-                )
+                findings.append(rules.UNSAFE_PATH.at(rel, 1, variant="escape"))
             else:
-                findings.append(
-                    finding(rel, 1, "HB102", "is a symlink; replace it with the file itself")
-                )
+                findings.append(rules.SYMLINK.at(rel, 1))
         elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            findings.append(
-                finding(
-                    rel,
-                    1,
-                    "HB103",
-                    "is a special file (FIFO, socket or device); remove it from the docs root",
-                )
-            )
+            findings.append(rules.SPECIAL_FILE.at(rel, 1))
         elif stat.S_ISREG(mode):
             problem = unportable(rel)
             if problem:
-                findings.append(finding(rel, 1, "HB104", f"{problem}; rename the file"))
+                findings.append(rules.UNSAFE_PATH.at(rel, 1, variant="unportable", problem=problem))
             else:
                 (paths if rel.endswith(".md") else others).append(rel)
     paths.sort()
@@ -97,11 +82,7 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
         for rel in list(files):
             problem = check_path(posixpath.relpath(rel, folder))
             if problem:
-                findings.append(
-                    finding(
-                        rel, 1, "HB104", f"cannot be attached: its path {problem}; rename the file"
-                    )
-                )
+                findings.append(rules.UNSAFE_PATH.at(rel, 1, variant="attached", problem=problem))
                 files.remove(rel)
     return Discovery(docs, findings, resources)
 
@@ -161,7 +142,10 @@ def unportable(rel: str) -> str | None:
     """Why `rel` is not a safe, portable relative path, or None."""
     for part in rel.split("/"):
         if any(ch in _UNPORTABLE or ord(ch) < 32 or ord(ch) == 127 for ch in part):
-            return f'name {part!r} holds a character that is not portable (\\ < > : " | ? * or a control character)'
+            return (
+                f"name {part!r} holds a character that is not portable "
+                '(\\ < > : " | ? * or a control character)'
+            )
         if part.endswith((".", " ")):
             return f"name {part!r} ends with a dot or a space"
         if part.split(".")[0].lower() in _WINDOWS_RESERVED:
@@ -181,12 +165,7 @@ def _collisions(paths: list[str]) -> Iterator[Finding]:
             if key not in seen:
                 seen[key] = name
             elif seen[key] != name:
-                yield finding(
-                    rel,
-                    1,
-                    "HB105",
-                    f"collides with {seen[key]} after case folding or Unicode normalization; rename one",
-                )
+                yield rules.PATH_COLLISION.at(rel, 1, other=seen[key])
                 break
 
 
@@ -201,28 +180,18 @@ def read(root: Path, rel: str) -> Text | Finding:
     try:
         fd = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
-        return finding(
-            rel,
-            1,
-            "HB102" if os.path.islink(root / rel) else "HB103",
-            f"cannot be opened: {exc.strerror}",
-        )
+        rule = rules.SYMLINK if os.path.islink(root / rel) else rules.SPECIAL_FILE
+        return rule.at(rel, 1, variant="unopenable", error=exc.strerror)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return finding(rel, 1, "HB103", "is not a regular file")
+            return rules.SPECIAL_FILE.at(rel, 1, variant="irregular")
         data = fh.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return finding(
-            rel,
-            line,
-            "HB101",
-            f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8",
-            col=col,
-        )
+        return rules.NOT_UTF8.at(rel, line, col, byte=data[exc.start], offset=exc.start)
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import schema, snippets
+from . import rules, schema, snippets
 from .config import Config
-from .findings import Finding, finding
+from .findings import Finding
 from .parse import Doc
 
 
@@ -28,12 +28,7 @@ def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> I
         for rel in files:
             size = os.lstat(config.docs_dir / rel).st_size
             if size > limit:
-                yield finding(
-                    rel,
-                    1,
-                    "HB106",
-                    f"is {size:,} bytes; attached files are limited to {limit:,} (limits.resource_bytes)",
-                )
+                yield rules.RESOURCE_TOO_LARGE.at(rel, 1, size=size, limit=limit)
 
 
 def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:
@@ -43,7 +38,8 @@ def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[
 
 def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Iterator[Finding]:
     """Every later holder of an id (in one language: an id may exist once per `lang`)
-    names the first (in path order) with its line."""
+    names the first, in path order, with its line and column: the finding lands on the
+    doc to fix, whichever order the docs come in."""
     first: dict[tuple[str, str], Doc] = {}
     for doc in sorted(docs, key=lambda d: d.path):
         if not doc.id:
@@ -51,13 +47,10 @@ def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Itera
         lang = doc.meta.get("lang") or default_lang or ""
         key = (doc.id, str(lang))
         if key in first:
-            other = first[key]
+            other, (line, col, _) = first[key], doc.value_at("id")
             where = f" in language {lang}" if lang else ""
-            yield finding(
-                doc.path,
-                doc.line_of("id"),
-                "HB304",
-                f"id `{doc.id}` is already used{where} by {other.path}:{other.line_of('id')}; ids must be unique per language",
-            )
+            at = other.value_at("id")
+            pointer = f"{other.path}:{at.line}:{at.col}"
+            yield rules.ID_DUPLICATE.at(doc.path, line, col, id=doc.id, where=where, first=pointer)
         else:
             first[key] = doc

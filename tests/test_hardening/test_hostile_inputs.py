@@ -135,7 +135,7 @@ def test_alias_bomb_is_refused_before_anything_is_built() -> None:
         doc_parse(text, "bomb.md")
     assert doc is None
     assert lines == [
-        "bomb.md:3:1: HB205 frontmatter uses a YAML anchor or alias; write the value out"
+        "bomb.md:3:4: HB205 frontmatter uses a YAML anchor or alias; write the value out"
     ]
     assert seconds < 1.0 and m.peak < 1_000_000, (seconds, m.peak)
     levels = 9

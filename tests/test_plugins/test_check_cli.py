@@ -11,7 +11,10 @@ from pathlib import Path
 
 from conftest import FIXTURES, ROOT, VALID_DOC, MakeLibrary, run_cli
 
+from handbook_build.parse import parse
 from handbook_build.rules import RULES
+from handbook_build.source import Text
+from handbook_build.validate import duplicate_ids
 
 HOSTILE = FIXTURES / "hostile"
 REGENERATE = "handbook check --config tests/fixtures/hostile/mkdocs.yml > tests/fixtures/hostile/expected.txt"
@@ -20,7 +23,7 @@ REGENERATE = "handbook check --config tests/fixtures/hostile/mkdocs.yml > tests/
 def test_example_library_passes() -> None:
     run = run_cli("check", "--config", str(ROOT / "examples/plant-floor/mkdocs.yml"))
     assert run.exit_code == 0, run.stdout
-    assert run.lines == ["6 docs checked: 0 errors, 0 warnings"]
+    assert run.lines == ["6 files checked (6 docs): 0 errors, 0 warnings"]
 
 
 def test_project_docs_pass_strictly() -> None:
@@ -65,7 +68,7 @@ def test_json_format_is_a_list_of_findings() -> None:
         "severity": "error",
     }
     assert {f["severity"] for f in findings} == {"error", "warn"}
-    assert run.stderr.strip() == "13 docs checked: 28 errors, 2 warnings"
+    assert run.stderr.strip() == "24 files checked (16 docs): 28 errors, 2 warnings"
 
 
 def test_github_format_uses_paths_from_the_working_directory(
@@ -79,7 +82,7 @@ def test_github_format_uses_paths_from_the_working_directory(
     run = run_cli("check", "--format", "github")
     assert run.exit_code == 1
     assert run.lines == [
-        "::error file=docs/guides/a.md,line=4,col=1,title=HB305::`kind: x, y` is not in the vocabulary; allowed: guide"
+        "::error file=docs/guides/a.md,line=4,col=7,title=HB305::`kind: x, y` is not in the vocabulary; allowed: guide"
     ]
 
 
@@ -95,7 +98,9 @@ def test_warnings_fail_only_under_strict(make_library: MakeLibrary) -> None:
         relaxed.lines[0]
         == "a.md:7:1: HB401 (warning) body has 233 characters, over the 100 warning limit: consider splitting it"
     )
-    assert strict.lines[-1] == "1 docs checked: 0 errors, 1 warning (--strict: warnings fail)"
+    assert (
+        strict.lines[-1] == "1 file checked (1 doc): 0 errors, 1 warning (--strict: warnings fail)"
+    )
 
 
 def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> None:
@@ -110,7 +115,7 @@ def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> N
     assert run.exit_code == 0
     assert run.lines == [
         "a.md:1:1: HB201 (warning) has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
-        "1 docs checked: 0 errors, 1 warning",
+        "2 files checked (1 doc): 0 errors, 1 warning",
     ]
 
 
@@ -169,3 +174,87 @@ def test_console_script_never_prints_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr
     codes = {line.split(": ")[1].split()[0] for line in proc.stdout.splitlines()[:-1]}
     assert codes == {"HB101", "HB103", "HB203", "HB207", "HB402", "HB501"}
+
+
+def test_one_refused_value_hides_no_other_finding_of_the_file(make_library: MakeLibrary) -> None:
+    doc = """\
+        ---
+        id: Bad ID
+        title: Floats
+        kind: protocol
+        version: 1.10
+        keywords: [a, 2]
+        ---
+        body
+        """
+    config = make_library({"a.md": doc}, vocab={"kind": ["guide"]})
+    run = run_cli("check", "--config", str(config))
+    assert run.lines == [
+        "a.md:1:1: HB301 required field `summary` is missing; add `summary:` to the frontmatter",
+        "a.md:2:5: HB303 id 'Bad ID' must be lowercase dotted words like `device.acme.c100` "
+        "(letters, digits, `_`, `-`)",
+        "a.md:4:7: HB305 `kind: protocol` is not in the vocabulary; allowed: guide",
+        'a.md:5:10: HB209 `version: 1.10` is read as a float; quote it ("1.10") or use an integer',
+        "a.md:6:11: HB302 `keywords` must be a list of strings, like `keywords: [a, b]`",
+        "1 file checked (1 doc): 5 errors, 0 warnings",
+    ]
+
+
+def test_a_refused_required_value_is_not_reported_again_as_missing(
+    make_library: MakeLibrary,
+) -> None:
+    doc = VALID_DOC.format(id="a").replace("title: A valid doc", "title: 2.0")
+    run = run_cli("check", "--config", str(make_library({"a.md": doc})))
+    assert run.lines == [
+        'a.md:3:8: HB209 `title: 2.0` is read as a float; quote it ("2.0") or use an integer',
+        "1 file checked (1 doc): 1 error, 0 warnings",
+    ]
+
+
+def test_a_yes_where_a_word_is_expected_is_one_finding_naming_the_allowed_values(
+    make_library: MakeLibrary,
+) -> None:
+    """Where the field rules expect a string, a YAML 1.1 word is their one finding; in a
+    field of the library's own, it is the bool-word warning."""
+    a = VALID_DOC.format(id="a").replace("kind: guide", "kind: guide\nverified: yes\nlang: on")
+    b = a.replace("id: a", "id: b").replace("lang: on", "flag: on")
+    run = run_cli("check", "--config", str(make_library({"a.md": a, "b.md": b})))
+    assert run.lines == [
+        "a.md:5:11: HB305 `verified: yes` is not in the vocabulary; allowed: verified, field_tested, unverified",
+        "a.md:6:7: HB302 `lang` must be a string, not a boolean; quote it",
+        "b.md:5:11: HB305 `verified: yes` is not in the vocabulary; allowed: verified, field_tested, unverified",
+        "b.md:6:7: HB210 (warning) `flag: on` is read as true; write true/false, or quote it for the word",
+        "2 files checked (2 docs): 3 errors, 1 warning",
+    ]
+
+
+def test_a_duplicate_id_is_reported_on_the_later_file_pointing_at_the_first(
+    make_library: MakeLibrary,
+) -> None:
+    first = VALID_DOC.format(id="same")
+    later = "---\ntitle: Later\nid:  same\nkind: guide\nsummary: s\n---\n"
+    config = make_library({"b/z.md": later, "b.md": first, "a/x.md": VALID_DOC.format(id="x")})
+    run = run_cli("check", "--config", str(config))
+    assert run.lines == [
+        "b/z.md:3:6: HB304 id `same` is already used by b.md:2:5; ids must be unique per language",
+        "3 files checked (3 docs): 1 error, 0 warnings",
+    ]
+
+
+def test_duplicate_ids_do_not_depend_on_the_order_docs_arrive_in() -> None:
+    docs = [parse(Text(path, VALID_DOC.format(id="same")))[0] for path in ("b.md", "a.md", "c.md")]
+    assert [str(f) for f in duplicate_ids([d for d in docs if d is not None])] == [
+        "b.md:2:5: HB304 id `same` is already used by a.md:2:5; ids must be unique per language",
+        "c.md:2:5: HB304 id `same` is already used by a.md:2:5; ids must be unique per language",
+    ]
+
+
+def test_the_summary_counts_every_file_read_including_unparsable_ones(
+    make_library: MakeLibrary,
+) -> None:
+    config = make_library(
+        {"a.md": VALID_DOC.format(id="a"), "b.md": "no frontmatter\n", "c.md": b"\xff"},
+        rules={"HB201": "off"},
+    )
+    run = run_cli("check", "--config", str(config))
+    assert run.lines[-1] == "3 files checked (1 doc): 1 error, 0 warnings"

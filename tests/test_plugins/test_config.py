@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from handbook_build.config import ConfigError, Limits, load_config
+from handbook_build.config import OPTIONS, ConfigError, Limits, load_config
+from handbook_build.mkdocs_plugin import HandbookConfig
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -95,19 +96,22 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
       colour: blue
 """,
     ) == [
-        "4:1: HB001 handbook.library: is required",
-        "5:1: HB001 handbook.version: 1.2 is not a semantic version like 1.2.0 (quote it in YAML)",
-        "6:1: HB001 handbook.vocab.kind: must be a non-empty list of strings",
-        "6:1: HB001 handbook.vocab.verified: is fixed by the doc format: verified, field_tested, unverified",
-        "7:1: HB001 handbook.required: must be a list of field names",
-        "8:1: HB001 handbook.limits.body_warn_chars: must not exceed body_max_chars",
-        "8:1: HB001 handbook.limits.typo: unknown limit; expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
-        '9:1: HB001 handbook.snippet_validators.yaml: must be "module:function" or "off", not \'not a ref\'',
-        "10:1: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
-        "10:1: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
-        "10:1: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
-        "11:1: HB001 handbook.exclude: must be a list of glob patterns",
-        "12:1: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, signing_key, expires, default_lang",
+        "4:5: HB001 handbook.library: is required",
+        "5:7: HB001 handbook.version: 1.2 is not a semantic version like 1.2.0 (quote it in YAML)",
+        "6:7: HB001 handbook.vocab.kind: must be a non-empty list of strings",
+        "6:7: HB001 handbook.vocab.verified: is fixed by the doc format: verified, field_tested, unverified",
+        "7:7: HB001 handbook.required: must be a list of field names",
+        "8:7: HB001 handbook.limits.body_warn_chars: must not exceed body_max_chars",
+        "8:7: HB001 handbook.limits.typo: unknown limit; "
+        "expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
+        '9:7: HB001 handbook.snippet_validators.yaml: must be "module:function" or "off", not \'not a ref\'',
+        "10:7: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
+        "10:7: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
+        "10:7: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
+        "11:7: HB001 handbook.exclude: must be a list of glob patterns",
+        "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
+        "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
+        "signing_key, expires, default_lang",
     ]
 
 
@@ -123,8 +127,11 @@ def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
         json: "json:no_such_function"
 """,
     ) == [
-        "7:1: HB002 handbook.snippet_validators.ini: cannot import no_such_module_here: ModuleNotFoundError: No module named 'no_such_module_here'; install the module or fix the name",
-        "7:1: HB002 handbook.snippet_validators.json: json has no function no_such_function; install the module or fix the name",
+        "7:7: HB002 handbook.snippet_validators.ini: cannot import no_such_module_here: "
+        "ModuleNotFoundError: No module named 'no_such_module_here'; "
+        "install the module or fix the name",
+        "7:7: HB002 handbook.snippet_validators.json: json has no function no_such_function; "
+        "install the module or fix the name",
     ]
 
 
@@ -141,8 +148,8 @@ def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
         ),
         ("- a list\n", "1:1: HB001 mkdocs.yml must be a mapping of settings"),
         ("site_name: [x\n", "2:1: HB001 invalid YAML: expected ',' or ']', but got '<stream end>'"),
-        ("plugins:\n  - handbook\n", "2:1: HB001 handbook.library: is required"),
-        ("plugins:\n  - handbook: [a]\n", "2:1: HB001 handbook: must be a mapping of options"),
+        ("plugins:\n  - handbook\n", "2:5: HB001 handbook.library: is required"),
+        ("plugins:\n  - handbook: [a]\n", "2:5: HB001 handbook: must be a mapping of options"),
         (
             "docs_dir: nowhere\nplugins:\n  - handbook: {library: a, version: 1.0.0}\n",
             "1:1: HB001 docs_dir: {tmp}/nowhere is not a directory",
@@ -159,6 +166,27 @@ def test_cli_exits_2_and_prints_the_findings(tmp_path: Path) -> None:
     run = run_cli("check", "--config", str(path))
     assert run.exit_code == 2
     assert run.lines == [
-        f"{path}:5:1: HB001 handbook.library: 'Bad Name' is not a library name (lowercase letters, digits, `_`, `-`, dots between parts)"
+        f"{path}:5:7: HB001 handbook.library: 'Bad Name' is not a library name "
+        "(lowercase letters, digits, `_`, `-`, dots between parts)"
     ]
     assert run.stderr.strip() == f"{path}: configuration error, nothing checked"
+
+
+def test_absent_options_take_the_defaults_of_the_table(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, HEAD + "      library: lib\n      version: 1.0.0\n"))
+    assert (config.vocab, config.required, config.limits, config.rules) == ({}, (), Limits(), {})
+    assert (config.snippet_validators, config.exclude, config.list_fields) == ({}, (), None)
+    assert config.bundle_dir == tmp_path.resolve() / "build" / "bundle"
+    assert (config.signing_key, config.expires, config.default_lang) == (None, None, None)
+
+
+def test_mkdocs_declares_the_options_of_the_table() -> None:
+    """MkDocs' own check of the entry: the names, YAML types and defaults of `OPTIONS`."""
+    plugin_config = HandbookConfig()
+    plugin_config.load_dict({"library": "lib", "version": "1.0.0", "vocab": ["x"], "colour": 1})
+    failed, warnings = plugin_config.validate()
+    assert [name for name, _ in failed] == ["vocab"]
+    assert warnings == [("colour", "Unrecognised configuration name: colour")]
+    assert list(plugin_config) == [option.name for option in OPTIONS] + ["colour"]
+    assert plugin_config["bundle_dir"] == "build/bundle"
+    assert plugin_config["exclude"] == [] and plugin_config["signing_key"] is None

@@ -120,12 +120,12 @@ def test_fence_lines_languages_and_text() -> None:
         "```\n"
     )
     doc = doc_of(body)
-    assert [(f.lang, f.line, f.text) for f in doc.fences] == [
-        ("yaml", 7, "a: 1\n"),
-        ("json", 13, '{"b": 2}\n'),
-        ("toml", 17, "c = 3\n"),
-        ("markdown", 21, "```yaml\nx: [\n```\n"),
-        ("", 27, "no language\n"),
+    assert [(f.lang, f.line, f.col, f.text) for f in doc.fences] == [
+        ("yaml", 7, 1, "a: 1\n"),
+        ("json", 13, 3, '{"b": 2}\n'),  # in a list item: the snippet starts in column 3
+        ("toml", 17, 3, "c = 3\n"),  # in a quote, after "> "
+        ("markdown", 21, 1, "```yaml\nx: [\n```\n"),
+        ("", 27, 1, "no language\n"),
     ]
 
 

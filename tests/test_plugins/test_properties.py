@@ -1,4 +1,5 @@
-"""Whatever the files hold, `check` returns findings; it never raises."""
+"""Whatever the files hold, `check` returns findings, each at a place in the file; it
+never raises."""
 
 from __future__ import annotations
 
@@ -56,10 +57,21 @@ def test_check_never_raises(tmp_path_factory, files) -> None:
     root: Path = tmp_path_factory.mktemp("lib")
     docs = root / "docs"
     docs.mkdir()
+    texts: dict[str, str | None] = {}
     for n, (fields, lines, noise) in enumerate(files):
         text = "---\n" + frontmatter_text(fields) + "---\n" + "\n".join(lines)
-        (docs / f"d{n}.md").write_bytes(text.encode() + noise)
+        data = text.encode() + noise
+        (docs / f"d{n}.md").write_bytes(data)
+        try:
+            texts[f"d{n}.md"] = data.decode().replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError:
+            texts[f"d{n}.md"] = None
     config = from_options({"library": "p", "version": "1.0.0"}, config_path=root / "mkdocs.yml")
     result = check(config)
-    assert all(f.path.startswith("d") and f.line >= 1 for f in result.findings)
     assert len(result.docs) <= len(files)
+    for f in result.findings:
+        text = texts[f.path]
+        if text is not None:  # every place is in the file: a character, or the end of a line
+            lines = text.split("\n")
+            assert 1 <= f.line <= len(lines), f
+            assert 1 <= f.col <= len(lines[f.line - 1]) + 1, f

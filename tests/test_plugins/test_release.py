@@ -135,7 +135,7 @@ def test_init_writes_a_library_that_passes_its_own_strict_check(tmp_path: Path) 
         assert f"wrote {folder / rel}" in run.stdout
     check = run_cli("check", "--strict", "--config", str(folder / "mkdocs.yml"))
     assert check.exit_code == 0, check.stdout + check.stderr
-    assert "2 docs checked: 0 errors, 0 warnings" in check.stdout + check.stderr
+    assert "2 files checked (2 docs): 0 errors, 0 warnings" in check.stdout + check.stderr
     config = load_config(folder / "mkdocs.yml")
     assert config.library == "plant"
     assert config.version == "0.1.0"

@@ -38,31 +38,32 @@ def lines_for(
         (
             "json",
             '{"a": 1,\n "b": }',
-            "s.md:9:1: HB501 json snippet: invalid JSON: Expecting value (column 7)",
+            "s.md:9:7: HB501 json snippet: invalid JSON: Expecting value",
         ),
         (
             "yaml",
             "a: 1\nb: [\nc: 2",
-            "s.md:10:1: HB501 yaml snippet: invalid YAML: did not find expected ',' or ']'",
+            "s.md:10:5: HB501 yaml snippet: invalid YAML: did not find expected ',' or ']'",
         ),
         (
             "yml",
             "a: b: c",
-            "s.md:8:1: HB501 yml snippet: invalid YAML: mapping values are not allowed in this context",
+            "s.md:8:5: HB501 yml snippet: invalid YAML: mapping values are not allowed in this context",
         ),
         (
             "toml",
             'a = 1\nb = "x\n',
-            "s.md:9:1: HB501 toml snippet: invalid TOML: Illegal character '\\n' (at line 2, column 7)",
+            "s.md:9:7: HB501 toml snippet: invalid TOML: Illegal character '\\n'",
         ),
         (
             "JSON",
             "[1, 2",
-            "s.md:8:1: HB501 json snippet: invalid JSON: Expecting ',' delimiter (column 1)",
+            # the parser stops at the end of the input: the end of the snippet's last line
+            "s.md:8:6: HB501 json snippet: invalid JSON: Expecting ',' delimiter",
         ),
     ],
 )
-def test_builtin_validators_point_at_the_line(
+def test_builtin_validators_point_at_the_line_and_column(
     make_library: MakeLibrary, lang: str, text: str, expected: str
 ) -> None:
     code, lines = lines_for(make_library, lang, text)
@@ -104,6 +105,25 @@ def test_a_library_validator_replaces_a_builtin(make_library: MakeLibrary, tmp_p
     assert lines == ["s.md:9:1: HB501 yaml snippet: port must be a number"]
 
 
+def test_a_validator_may_name_the_column_and_indented_fences_shift_it(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "col_checks.py").write_text(
+        "def check(text):\n    return [(2, 3, 'bad value'), (1, 'no column'), 'nowhere']\n"
+    )
+    doc = DOC.replace("```{lang}\n{text}\n```", "- item:\n\n  ```{lang}\n  a = 1\n  b = ?\n  ```")
+    config = make_library(
+        {"s.md": doc.format(lang="ini", text="")}, snippet_validators={"ini": "col_checks:check"}
+    )
+    run = run_cli("check", "--config", str(config))
+    assert run.lines[:-1] == [
+        "s.md:10:3: HB501 ini snippet: no column",
+        "s.md:10:3: HB501 ini snippet: nowhere",
+        "s.md:11:5: HB501 ini snippet: bad value",
+    ]
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -112,7 +132,11 @@ def test_a_library_validator_replaces_a_builtin(make_library: MakeLibrary, tmp_p
             "return 'not a list'",
             "s.md:8:1: HB502 ini validator crashed: TypeError: returned str, expected a list of errors",
         ),
-        ("return [(99, 'line past the end')]", "s.md:8:1: HB501 ini snippet: line past the end"),
+        ("return [(99, 'line past the end')]", "s.md:8:2: HB501 ini snippet: line past the end"),
+        (
+            "return [(1, 2, 3, 4)]",
+            "s.md:8:1: HB502 ini validator crashed: ValueError: too many values to unpack (expected 2)",
+        ),
     ],
 )
 def test_misbehaving_validators_are_reported_not_fatal(
