@@ -3,7 +3,8 @@ bundle. It may import the runtime (`handbook`); the runtime never imports it."""
 
 from __future__ import annotations
 
-from .config import Config, ConfigError, load_config
+from .config import Config, load_config
+from .errors import ConfigError
 from .findings import Finding
 from .parse import Doc
 from .pipeline import CheckResult, check

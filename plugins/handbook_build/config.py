@@ -24,6 +24,7 @@ import yaml
 
 from handbook.manifest import utc_seconds
 
+from .errors import ConfigError
 from .findings import Finding, finding
 from .rules import LEVELS, RULES, Level
 from .snippets import load as load_validator
@@ -97,14 +98,6 @@ class Config:
     def vocabularies(self) -> dict[str, tuple[str, ...]]:
         """The configured vocabularies plus the fixed one for `verified`."""
         return {**self.vocab, "verified": VERIFIED_STATES}
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; `findings` says where and why (exit 2)."""
-
-    def __init__(self, findings: list[Finding]) -> None:
-        self.findings = sorted(findings)
-        super().__init__("\n".join(str(f) for f in self.findings))
 
 
 # -- reading mkdocs.yml -------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
+from .errors import FrontmatterError
 from .findings import Finding, finding
 
 MAX_BYTES = 64 * 1024
@@ -48,14 +49,6 @@ class Frontmatter:
     body_line: int
     """The 1-based file line of the body's first line."""
     warnings: list[Finding] = field(default_factory=list)
-
-
-class FrontmatterError(Exception):
-    """The frontmatter cannot be used; `findings` says why, with lines."""
-
-    def __init__(self, *findings: Finding) -> None:
-        super().__init__("\n".join(map(str, findings)))
-        self.findings = list(findings)
 
 
 def parse(path: str, text: str) -> Frontmatter:

@@ -22,8 +22,8 @@ from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from .errors import FrontmatterError
 from .findings import Finding
-from .frontmatter import FrontmatterError
 from .frontmatter import parse as parse_frontmatter
 from .source import Text
 

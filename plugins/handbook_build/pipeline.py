@@ -27,6 +27,7 @@ from handbook.signing import SIGNING_KEY_ENV, load_private_key
 from . import snippets
 from .config import Config
 from .emit import emit, index_entries
+from .errors import BuildError
 from .findings import Finding, apply_levels, count, finding
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
@@ -54,14 +55,6 @@ class CheckResult:
 
     def failed(self, strict: bool = False) -> bool:
         return self.errors > 0 or (strict and self.warnings > 0)
-
-
-class BuildError(Exception):
-    """The library has errors (or warnings under strict): nothing was written."""
-
-    def __init__(self, result: CheckResult) -> None:
-        super().__init__(f"{result.errors} errors, {result.warnings} warnings: nothing written")
-        self.result = result
 
 
 def build_time(now: float | None = None) -> str:
@@ -111,7 +104,7 @@ def _write(
     index = LunrIndex()
     result = check(config, progress, on_doc=lambda doc: index.extend(index_entries([doc])))
     if result.failed(strict):
-        raise BuildError(result)
+        raise BuildError(result.findings, len(result.docs))
     built_at = build_time()
     emit(result.docs, config, built_at, writer, index, result.resources)
     expires = expiry(built_at, config.expires) if config.expires else None

@@ -16,10 +16,7 @@ from pathlib import Path
 from handbook import __version__
 
 from .config import NAME
-
-
-class ScaffoldError(Exception):
-    """The folder cannot take a new library (a file would be overwritten, a bad name)."""
+from .errors import ScaffoldError
 
 
 def library_name(folder: Path) -> str:
