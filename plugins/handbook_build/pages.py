@@ -1,6 +1,7 @@
 """What the site shows people beyond the markdown: a header card on every doc page and
 a catalog page. Both are made from the verified catalog of the bundle just built, so
-the site can never describe a doc differently from what agents load.
+the site can never describe a doc differently from what agents load. And where each
+doc's page is: the catalog records it, so agents can link people to it.
 
 Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
 where they go. Every value is escaped here: the card is raw HTML inside markdown, and a
@@ -13,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from handbook.catalog import DocEntry, LibraryInfo
 
@@ -153,6 +155,21 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
                 f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |"
             )
     return "\n".join(out) + "\n"
+
+
+def page_url(path: str, use_directory_urls: bool) -> str:
+    """The site URL of the page rendered from the doc at `path` (POSIX, relative to the
+    docs root), exactly as MkDocs' `File.url` makes it, without importing MkDocs:
+    `README.md` stands for its folder's `index.md`; `a/b.md` is `a/b/` with directory
+    URLs and `a/b.html` without; the result is percent-encoded UTF-8."""
+    folder, name = posixpath.split(path)
+    stem = posixpath.splitext(name)[0]
+    stem = "index" if stem == "README" else stem
+    if not use_directory_urls:
+        return quote(posixpath.join(folder, f"{stem}.html"))
+    if stem == "index":
+        return quote(f"{folder or '.'}/")
+    return quote(f"{posixpath.join(folder, stem)}/")
 
 
 def raw_url(doc: DocEntry, page_url: str) -> str:
