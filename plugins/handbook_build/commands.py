@@ -350,14 +350,25 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
 @click.argument("folder", type=click.Path(file_okay=False), default=".")
 @click.option("--name", "library", help="The library's name (default: from the folder's name).")
 @click.option("--title", help="The site's title (default: from the name).")
-def init_command(folder: str, library: str | None, title: str | None) -> None:
+@click.option(
+    "--install-from",
+    metavar="SPEC",
+    help="The pip requirement the workflow installs Handbook with: "
+    "git+https://host/org/handbook@<commit or tag>, a wheel URL, or handbook==<version> "
+    "from your index [default: the commit this Handbook runs from, when a git remote has it].",
+)
+def init_command(
+    folder: str, library: str | None, title: str | None, install_from: str | None
+) -> None:
     """Start a new library in FOLDER: mkdocs.yml with the plugin, example docs, a
     .gitignore and a GitHub workflow that checks pushes and releases version tags.
     Nothing is overwritten."""
     from .scaffold import init
 
-    for path in init(Path(folder), library, title):
+    started = init(Path(folder), library, title, install_from)
+    for path in started.files:
         click.echo(f"wrote {path}")
+    click.echo(f"the workflow installs Handbook with: {started.install_from}")
     click.echo(
         f"next: cd {folder} && handbook check && mkdocs serve; then `handbook keygen --out handbook.key` "
         "and store its contents as the repository secret HANDBOOK_SIGNING_KEY"

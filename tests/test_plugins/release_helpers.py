@@ -20,11 +20,16 @@ KEY_PEM = KEY_FILE.read_text()
 KEY = load_private_key(KEY_FILE.read_bytes())
 PUBLIC = str(public_key_of(KEY))
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
+INSTALL_FROM = "git+https://git.example.invalid/handbook@5f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6"
+"""What the workflows of these tests install Handbook with (the checkout they run from
+may have no remote, so init could not name one itself)."""
 
 
-def init(folder: Path, *args: str) -> Run:
-    """`handbook init FOLDER ARGS…`."""
-    return run_cli("init", str(folder), *args)
+def init(folder: Path, *args: str, install_from: str | None = INSTALL_FROM) -> Run:
+    """`handbook init FOLDER ARGS… --install-from INSTALL_FROM` (without the option when
+    `install_from` is None)."""
+    extra = ("--install-from", install_from) if install_from is not None else ()
+    return run_cli("init", str(folder), *args, *extra)
 
 
 def build_bundle(config: Path, out: Path) -> Path:

@@ -112,6 +112,6 @@ def test_an_archive_that_cannot_be_written_is_an_error(library: Path, tmp_path: 
 def test_an_os_error_is_reported_not_raised(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")
     folder = tmp_path / "a-file" / "lib"
-    run = run_cli("init", str(folder))
+    run = run_cli("init", str(folder), "--install-from", "handbook==0.1.0")
     assert run.exit_code == 1
     assert run.stderr == f"error: [Errno 20] Not a directory: '{folder}'\n"

@@ -16,9 +16,8 @@ import jsonschema
 import pytest
 import yaml
 from conftest import run_cli
-from release_helpers import EPOCH, KEY_PEM, PUBLIC, files_of, init
+from release_helpers import EPOCH, INSTALL_FROM, KEY_PEM, PUBLIC, files_of, init
 
-import handbook
 from handbook_build import load_config
 
 pytest_plugins = ["release_fixtures"]
@@ -178,7 +177,14 @@ def test_init_workflow_checks_every_push_and_releases_tags(tmp_path: Path) -> No
     triggers = workflow["on"]
     assert "push" in triggers and "pull_request" in triggers
     assert not (triggers.get("push") or {}).get("branches"), "tags must trigger the workflow too"
-    assert f"handbook=={handbook.__version__}" in json.dumps(workflow)
+    assert workflow["env"] == {"HANDBOOK": INSTALL_FROM}
+    installs = [
+        s["run"]
+        for job in workflow["jobs"].values()
+        for s in _steps(job)
+        if "pip" in s.get("run", "")
+    ]
+    assert installs == ['pip install "$HANDBOOK"'] * len(workflow["jobs"])
 
     jobs = workflow["jobs"]
     checking = [
