@@ -128,7 +128,8 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     type=click.Choice(list(FORMATS)),
     default="text",
     show_default=True,
-    help="text: `path:line:col: CODE message`; json: a list of findings; github: workflow annotations.",
+    help="text: `path:line:col: CODE message`; json: a list of findings; "
+    "github: workflow annotations.",
 )
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
 def check(ctx: click.Context, config_path: str, fmt: str, strict: bool) -> None:
@@ -187,7 +188,8 @@ def build(
     if expires is not None:
         if not EXPIRES.fullmatch(expires):
             raise click.BadParameter(
-                f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z",
+                f"{expires!r} is not a duration like 90d or 12h, "
+                "or a UTC time like 2027-01-31T00:00:00Z",
                 param_hint="--expires",
             )
         if expires.endswith("Z") and utc_seconds(expires) is None:
@@ -213,7 +215,8 @@ def build(
     signed = bundle.manifest.signed
     size = sum(f.bytes for f in signed.files.values())
     click.echo(
-        f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "
+        f"built {signed.library} {signed.version}: {signed.docs} docs, "
+        f"{len(signed.files) + 1} files, "
         f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
     )
     click.echo(
@@ -232,7 +235,8 @@ def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed2551
             "(unsigned builds are refused under --strict and in CI)"
         )
     click.echo(
-        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); the bundle will be unsigned",
+        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); "
+        "the bundle will be unsigned",
         err=True,
     )
     return None
@@ -330,7 +334,8 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
     click.echo(
-        f"{report['old']['library']} {report['old']['version']} -> {report['new']['library']} {report['new']['version']}: "
+        f"{report['old']['library']} {report['old']['version']} -> "
+        f"{report['new']['library']} {report['new']['version']}: "
         f"suggested bump {report['bump'].upper()}"
     )
     for reason in report["reasons"]:
@@ -370,7 +375,8 @@ def init_command(
         click.echo(f"wrote {path}")
     click.echo(f"the workflow installs Handbook with: {started.install_from}")
     click.echo(
-        f"next: cd {folder} && handbook check && mkdocs serve; then `handbook keygen --out handbook.key` "
+        f"next: cd {folder} && handbook check && mkdocs serve; "
+        "then `handbook keygen --out handbook.key` "
         "and store its contents as the repository secret HANDBOOK_SIGNING_KEY"
     )
 

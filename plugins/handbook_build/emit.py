@@ -295,7 +295,8 @@ def llms_txt(catalog: Catalog, config: Config) -> str:
     summary = lib.description or f"The {lib.name} knowledge library."
     lines += [f"> {summary}", ""]
     lines += [
-        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. Each link leads to a doc's page; "
+        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. "
+        "Each link leads to a doc's page; "
         "the signed bundle beside this file holds the same docs as markdown for agents.",
         "",
     ]

@@ -117,12 +117,14 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         self.docs = pages.by_source(catalog.docs)
         signed = built.bundle.manifest.signed
         log.info(
-            f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs published to "
-            f"{os.path.relpath(out)} ({built.bundle.signature_state}{', key from ' + source if key else ''})"
+            f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs "
+            f"published to {os.path.relpath(out)} ({built.bundle.signature_state}"
+            f"{', key from ' + source if key else ''})"
         )
         if key is None:
             log.info(
-                f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
+                f"handbook: the bundle is unsigned; "
+                f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
             )
         files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
         if files.get_file_from_path(LLMS) is None:

@@ -71,7 +71,10 @@ COPY_SCRIPT = (
 def badge(state: str) -> str:
     """The verified state as a coloured badge."""
     known = state if state in BADGE_TEXT else "unverified"
-    return f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">{escape(BADGE_TEXT.get(state, state))}</span>'
+    return (
+        f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">'
+        f"{escape(BADGE_TEXT.get(state, state))}</span>"
+    )
 
 
 def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
@@ -96,8 +99,8 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         '<p class="hb-card__head" data-search-exclude>',
         f'<span class="hb-kind">{escape(doc.kind)}</span>',
         f'<code class="hb-id">{escape(doc.id)}</code>',
-        f'<button type="button" class="hb-copy" data-copy="{escape(doc.id)}" title="Copy the doc id" '
-        f'onclick="{escape(COPY_SCRIPT)}">copy id</button>',
+        f'<button type="button" class="hb-copy" data-copy="{escape(doc.id)}" '
+        f'title="Copy the doc id" onclick="{escape(COPY_SCRIPT)}">copy id</button>',
         badge(doc.verified),
         "</p>",
         f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
@@ -105,7 +108,8 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>'
         if words
         else "",
-        f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" type="text/markdown">raw markdown</a>'
+        f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" '
+        'type="text/markdown">raw markdown</a>'
         f" · revision <code>{escape(doc.revision[:12])}</code></p>",
         "</div>",
     ]
@@ -152,7 +156,8 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
         for doc in members:
             out.append(
-                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |"
+                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} "
+                f"| {badge(doc.verified)} |"
             )
     return "\n".join(out) + "\n"
 

@@ -75,7 +75,8 @@ def release(
     current_branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
     if current_branch != branch:
         raise ReleaseError(
-            f"on branch {current_branch!r}; releases are made from {branch!r} (git switch {branch}, or pass --branch)"
+            f"on branch {current_branch!r}; releases are made from {branch!r} "
+            f"(git switch {branch}, or pass --branch)"
         )
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").strip()
     if dirty:

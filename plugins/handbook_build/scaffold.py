@@ -61,14 +61,16 @@ def init(
     name = library or library_name(folder)
     if not NAME.fullmatch(name):
         raise ScaffoldError(
-            f"{name!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
+            f"{name!r} is not a library name "
+            "(lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
         )
     spec = check_spec(install_from) if install_from is not None else default_spec()
     planned = files(name, title or name.replace("-", " ").replace("_", " ").capitalize(), spec)
     existing = [rel for rel in planned if (folder / rel).exists()]
     if existing:
         raise ScaffoldError(
-            f"{folder}: {', '.join(existing)} already exist(s); init never overwrites, choose an empty folder"
+            f"{folder}: {', '.join(existing)} already exist(s); "
+            "init never overwrites, choose an empty folder"
         )
     written = []
     for rel, text in planned.items():
