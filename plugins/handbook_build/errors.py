@@ -6,7 +6,7 @@
     └── HandbookBuildError      every error the build side raises on purpose
         ├── ConfigError         the `handbook` entry of mkdocs.yml cannot be used
         ├── FrontmatterError    a doc's frontmatter cannot be read (becomes findings)
-        ├── ScaffoldError       `init` cannot write a library into that folder
+        ├── ScaffoldError       `init` cannot start that library (folder, name, install)
         ├── BuildError          the library has errors (or warnings under strict)
         ├── UnsignedError       a signed build is required and there is no key
         ├── PublishError        the output location cannot take the bundle or archive
