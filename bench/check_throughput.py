@@ -39,7 +39,7 @@ WORK = ROOT / "build" / "bench"
 """Git-ignored; libraries are generated and unpacked here."""
 MSDOCS = ROOT.parent / "shared" / "data" / "msdocs-10k" / "msdocs-10k.tar.gz"
 CHECK = [sys.executable, "-c", "from handbook.cli import main; main()", "check", "--config"]
-SUMMARY = re.compile(r"(\d+) docs checked: (\d+) errors?, (\d+) warnings?")
+SUMMARY = re.compile(r"\d+ files? checked \((\d+) docs?\): (\d+) errors?, (\d+) warnings?")
 SAMPLE_S = 0.05
 
 

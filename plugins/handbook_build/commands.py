@@ -1,5 +1,10 @@
 """The build-side CLI commands. `handbook.cli` attaches them lazily, so the query
-commands work without importing any of this."""
+commands work without importing any of this.
+
+Commands raise; `BuildCommand` alone turns the errors of `errors.py` (and the runtime's
+`KeyFormatError` and `BundleError`, and `OSError`) into output and an exit code, so
+every command reports the same failure the same way.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +17,19 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.errors import BundleError, KeyFormatError
+from handbook.errors import BundleError, HandbookError, KeyFormatError
 from handbook.manifest import utc_seconds
 from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 
 from . import pipeline
-from .config import DEFAULT_BUNDLE_DIR, EXPIRES, Config, ConfigError, load_config
+from .config import DEFAULT_BUNDLE_DIR, EXPIRES, Config, load_config
+from .errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
 from .findings import Finding, render_github, render_json, render_text
-from .seal import PublishError
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200
@@ -38,15 +44,49 @@ config_option = click.option(
 )
 
 
-def load_or_exit(config_path: str, fmt: str = "text") -> Config:
-    """The configuration, or its findings printed and exit 2 (a usage error)."""
-    try:
-        return load_config(config_path)
-    except ConfigError as exc:
+class BuildCommand(click.Command):
+    """A build-side command: what it raises on purpose is reported by `_fail`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (HandbookError, OSError) as exc:
+            _fail(ctx, exc)
+
+
+def _fail(ctx: click.Context, exc: HandbookError | OSError) -> NoReturn:
+    """Report `exc` and exit with its code, the same way for every command:
+
+    =====================================  ====  ======================================
+    ConfigError                            2     its findings, then what was not done
+    KeyFormatError, ScaffoldError          2     click's usage error
+    BuildError                             1     the findings; "… nothing written"
+    BundleError, ReleaseError              1     "refused: …"
+    UnsignedError, PublishError, OSError   1     "error: …"
+    =====================================  ====  ======================================
+    """
+    if isinstance(exc, (KeyFormatError, ScaffoldError)):
+        raise click.UsageError(str(exc), ctx) from None
+    if isinstance(exc, ConfigError):
+        fmt = ctx.params.get("fmt", "text")
         _emit(exc.findings, fmt, "")
         if fmt == "text":
-            click.echo(f"{config_path}: configuration error, nothing checked", err=True)
-        sys.exit(2)
+            click.echo(
+                f"{ctx.params['config_path']}: configuration error, nothing checked", err=True
+            )
+        ctx.exit(2)
+    if isinstance(exc, BuildError):
+        click.echo(render_text(exc.findings), nl=False)
+        click.echo(
+            f"{exc.docs} docs checked: {_plural(exc.errors, 'error')}, "
+            f"{_plural(exc.warnings, 'warning')}; nothing written",
+            err=True,
+        )
+    elif isinstance(exc, (BundleError, ReleaseError)):
+        click.echo(f"refused: {exc}", err=True)
+    else:
+        click.echo(f"error: {exc}", err=True)
+    ctx.exit(1)
 
 
 def _emit(findings: Sequence[Finding], fmt: str, prefix: str) -> None:
@@ -79,7 +119,8 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
             bar.__exit__(None, None, None)
 
 
-@click.command()
+@click.command(cls=BuildCommand)
+@click.pass_context
 @config_option
 @click.option(
     "--format",
@@ -87,39 +128,33 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     type=click.Choice(list(FORMATS)),
     default="text",
     show_default=True,
-    help="text: `path:line:col: CODE message`; json: a list of findings; github: workflow annotations.",
+    help="text: `path:line:col: CODE message`; json: a list of findings; "
+    "github: workflow annotations.",
 )
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
-def check(config_path: str, fmt: str, strict: bool) -> None:
+def check(ctx: click.Context, config_path: str, fmt: str, strict: bool) -> None:
     """Validate every doc and snippet of a library.
 
     Exit 0 when there are no errors, 1 when there are (or warnings under --strict),
     2 when the configuration or the command line is wrong.
     """
-    config = load_or_exit(config_path, fmt)
-    files = 0
-
-    def tally(done: int, total: int) -> None:  # total: every file read, parsed or not
-        nonlocal files
-        files = total
-        if progress is not None:
-            progress(done, total)
-
+    config = load_config(config_path)
     with progress_bar("Checking") as progress:
-        result = pipeline.check(config, tally)
+        result = pipeline.check(config, progress)
     prefix = os.path.relpath(config.docs_dir) + "/"
     _emit(result.findings, fmt, prefix)
     summary = (
-        f"{_plural(files, 'file')} checked ({_plural(len(result.docs), 'doc')}): "
+        f"{_plural(result.files, 'file')} checked ({_plural(len(result.docs), 'doc')}): "
         f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}"
     )
     if strict and result.warnings and not result.errors:
         summary += " (--strict: warnings fail)"
     click.echo(summary, err=fmt != "text")
-    sys.exit(1 if result.failed(strict) else 0)
+    if result.failed(strict):
+        ctx.exit(1)
 
 
-@click.command()
+@click.command(cls=BuildCommand)
 @config_option
 @click.option(
     "--out",
@@ -152,11 +187,12 @@ def build(
     previous bundle in place. Without a key the bundle is unsigned (a warning), unless
     --strict is given or $CI is set: then the build refuses.
     """
-    config = load_or_exit(config_path)
+    config = load_config(config_path)
     if expires is not None:
         if not EXPIRES.fullmatch(expires):
             raise click.BadParameter(
-                f"{expires!r} is not a duration like 90d or 12h, or a UTC time like 2027-01-31T00:00:00Z",
+                f"{expires!r} is not a duration like 90d or 12h, "
+                "or a UTC time like 2027-01-31T00:00:00Z",
                 param_hint="--expires",
             )
         if expires.endswith("Z") and utc_seconds(expires) is None:
@@ -175,26 +211,15 @@ def build(
     key = _signing_key(config, key_file, required=strict or bool(os.environ.get("CI")))
     out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
     started = time.perf_counter()
-    try:
-        with progress_bar("Checking") as progress:
-            built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
-    except pipeline.BuildError as exc:
-        click.echo(render_text(exc.result.findings), nl=False)
-        click.echo(
-            f"{len(exc.result.docs)} docs checked: {_plural(exc.result.errors, 'error')}, "
-            f"{_plural(exc.result.warnings, 'warning')}; nothing written",
-            err=True,
-        )
-        sys.exit(1)
-    except (PublishError, BundleError, OSError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    with progress_bar("Checking") as progress:
+        built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
     click.echo(render_text(built.findings), nl=False)
     bundle = built.bundle
     signed = bundle.manifest.signed
     size = sum(f.bytes for f in signed.files.values())
     click.echo(
-        f"built {signed.library} {signed.version}: {signed.docs} docs, {len(signed.files) + 1} files, "
+        f"built {signed.library} {signed.version}: {signed.docs} docs, "
+        f"{len(signed.files) + 1} files, "
         f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
     )
     click.echo(
@@ -204,27 +229,23 @@ def build(
 
 
 def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
-    try:
-        key, _ = pipeline.signing_key(config, key_file)
-    except KeyFormatError as exc:
-        raise click.UsageError(str(exc)) from None
+    key, _ = pipeline.signing_key(config, key_file)
     if key is not None:
         return key
     if required:
-        click.echo(
-            f"error: no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
-            "(unsigned builds are refused under --strict and in CI)",
-            err=True,
+        raise UnsignedError(
+            f"no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
+            "(unsigned builds are refused under --strict and in CI)"
         )
-        sys.exit(1)
     click.echo(
-        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); the bundle will be unsigned",
+        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); "
+        "the bundle will be unsigned",
         err=True,
     )
     return None
 
 
-@click.command()
+@click.command(cls=BuildCommand)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -254,7 +275,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-@click.command(name="pack")
+@click.command(name="pack", cls=BuildCommand)
 @click.argument(
     "bundle", type=click.Path(exists=True, file_okay=False), default="build/bundle", required=False
 )
@@ -276,21 +297,14 @@ def pack_command(bundle: str, out: str) -> None:
 
     if not out.endswith((".tar.gz", ".tgz")):
         raise click.UsageError(f"{out}: the archive name must end in .tar.gz")
-    try:
-        verified = pack(bundle, out)
-    except BundleError as exc:
-        click.echo(f"refused: {exc}", err=True)
-        sys.exit(1)
-    except OSError as exc:
-        click.echo(f"error: cannot write {out}: {exc.strerror or exc}", err=True)
-        sys.exit(1)
+    verified = pack(bundle, out)
     digest = hashlib.sha256(Path(out).read_bytes()).hexdigest()
     signed = verified.manifest.signed
     click.echo(f"packed {signed.library} {signed.version} ({signed.docs} docs) -> {out}")
     click.echo(f"sha256 {digest}")
 
 
-@click.command(name="diff")
+@click.command(name="diff", cls=BuildCommand)
 @click.argument("old")
 @click.argument("new")
 @click.option(
@@ -314,20 +328,17 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
 
     from .diff import diff
 
-    try:
-        with unpacked(old) as old_dir, unpacked(new) as new_dir:
-            report = diff(
-                open_bundle(old_dir, keys, allow_unsigned=True).catalog,
-                open_bundle(new_dir, keys, allow_unsigned=True).catalog,
-            )
-    except BundleError as exc:
-        click.echo(f"refused: {exc}", err=True)
-        sys.exit(1)
+    with unpacked(old) as old_dir, unpacked(new) as new_dir:
+        report = diff(
+            open_bundle(old_dir, keys, allow_unsigned=True).catalog,
+            open_bundle(new_dir, keys, allow_unsigned=True).catalog,
+        )
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
         return
     click.echo(
-        f"{report['old']['library']} {report['old']['version']} -> {report['new']['library']} {report['new']['version']}: "
+        f"{report['old']['library']} {report['old']['version']} -> "
+        f"{report['new']['library']} {report['new']['version']}: "
         f"suggested bump {report['bump'].upper()}"
     )
     for reason in report["reasons"]:
@@ -343,29 +354,37 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
         click.echo(f"  changed {change['id']}" + (f" ({'; '.join(details)})" if details else ""))
 
 
-@click.command(name="init")
+@click.command(name="init", cls=BuildCommand)
 @click.argument("folder", type=click.Path(file_okay=False), default=".")
 @click.option("--name", "library", help="The library's name (default: from the folder's name).")
 @click.option("--title", help="The site's title (default: from the name).")
-def init_command(folder: str, library: str | None, title: str | None) -> None:
+@click.option(
+    "--install-from",
+    metavar="SPEC",
+    help="The pip requirement the workflow installs Handbook with: "
+    "git+https://host/org/handbook@<commit or tag>, a wheel URL, or handbook==<version> "
+    "from your index [default: the commit this Handbook runs from, when a git remote has it].",
+)
+def init_command(
+    folder: str, library: str | None, title: str | None, install_from: str | None
+) -> None:
     """Start a new library in FOLDER: mkdocs.yml with the plugin, example docs, a
     .gitignore and a GitHub workflow that checks pushes and releases version tags.
     Nothing is overwritten."""
-    from .scaffold import ScaffoldError, init
+    from .scaffold import init
 
-    try:
-        written = init(Path(folder), library, title)
-    except ScaffoldError as exc:
-        raise click.UsageError(str(exc)) from None
-    for path in written:
+    started = init(Path(folder), library, title, install_from)
+    for path in started.files:
         click.echo(f"wrote {path}")
+    click.echo(f"the workflow installs Handbook with: {started.install_from}")
     click.echo(
-        f"next: cd {folder} && handbook check && mkdocs serve; then `handbook keygen --out handbook.key` "
+        f"next: cd {folder} && handbook check && mkdocs serve; "
+        "then `handbook keygen --out handbook.key` "
         "and store its contents as the repository secret HANDBOOK_SIGNING_KEY"
     )
 
 
-@click.command(name="release")
+@click.command(name="release", cls=BuildCommand)
 @click.argument("version", required=False)
 @click.option("--major", "part", flag_value="major", help="Bump the major version.")
 @click.option("--minor", "part", flag_value="minor", help="Bump the minor version.")
@@ -397,26 +416,13 @@ def release_command(
 
     Refused, with nothing changed, off the release branch, on a dirty tree, onto an
     existing tag, without a signing key, or when the version does not increase."""
-    from .release import ReleaseError, release
+    from .release import release
 
     if (version is None) == (part is None):
         raise click.UsageError("give a VERSION or one of --major, --minor, --patch")
-    try:
-        done = release(
-            Path(config_path),
-            version,
-            part,
-            branch=branch,
-            push=push,
-            key_file=key_file,
-            remote=remote,
-        )
-    except ConfigError as exc:
-        _emit(exc.findings, "text", "")
-        sys.exit(2)
-    except (ReleaseError, KeyFormatError) as exc:
-        click.echo(f"refused: {exc}", err=True)
-        sys.exit(1)
+    done = release(
+        Path(config_path), version, part, branch=branch, push=push, key_file=key_file, remote=remote
+    )
     digest = hashlib.sha256(done.archive.read_bytes()).hexdigest()
     click.echo(
         f"released {done.tag} (commit {done.commit[:12]}); archive {done.archive} sha256 {digest}"

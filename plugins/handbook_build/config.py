@@ -26,6 +26,7 @@ from typing import Any
 from handbook.manifest import utc_seconds
 
 from . import mkdocs_yml, rules
+from .errors import ConfigError
 from .findings import LEVELS, Finding, Level, Severity
 from .snippets import load as load_validator
 
@@ -111,14 +112,6 @@ class Config:
     def vocabularies(self) -> dict[str, tuple[str, ...]]:
         """The configured vocabularies plus the fixed one for `verified`."""
         return {**self.vocab, "verified": VERIFIED_STATES}
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; `findings` says where and why (exit 2)."""
-
-    def __init__(self, findings: list[Finding]) -> None:
-        self.findings = sorted(findings)
-        super().__init__("\n".join(str(f) for f in self.findings))
 
 
 class _Errors:

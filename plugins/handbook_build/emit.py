@@ -18,8 +18,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mkdocs.structure.files import File
-
 from handbook import canonical, search_format
 from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
 from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
@@ -27,6 +25,7 @@ from handbook.tools import context_of, definitions
 
 from .config import Config
 from .lunr_index import Entry, LunrIndex
+from .pages import page_url
 from .parse import Doc
 from .seal import BundleWriter
 
@@ -190,9 +189,7 @@ def _entry(
         content=content_path(sha),
         bytes=len(body),
         chars=len(doc.body),
-        url=File(
-            doc.path, str(config.docs_dir), str(config.site_dir), config.use_directory_urls
-        ).url,
+        url=page_url(doc.path, config.use_directory_urls),
         source=doc.path,
         sections=sections,
         resources=resources,
@@ -298,7 +295,8 @@ def llms_txt(catalog: Catalog, config: Config) -> str:
     summary = lib.description or f"The {lib.name} knowledge library."
     lines += [f"> {summary}", ""]
     lines += [
-        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. Each link leads to a doc's page; "
+        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. "
+        "Each link leads to a doc's page; "
         "the signed bundle beside this file holds the same docs as markdown for agents.",
         "",
     ]

@@ -30,6 +30,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 
 from . import rules
+from .errors import FrontmatterError
 from .findings import Finding
 
 MAX_BYTES = 64 * 1024
@@ -86,14 +87,6 @@ class Frontmatter:
     findings: list[Finding]
     """The refused keys and values."""
     bool_words: list[BoolWord]
-
-
-class FrontmatterError(Exception):
-    """The frontmatter cannot be used; `findings` says why, with lines."""
-
-    def __init__(self, *findings: Finding) -> None:
-        super().__init__("\n".join(map(str, findings)))
-        self.findings = list(findings)
 
 
 def parse(path: str, text: str) -> Frontmatter:

@@ -38,14 +38,14 @@ from mkdocs.structure.pages import Page
 
 from handbook.bundle import Bundle
 from handbook.catalog import DocEntry
-from handbook.errors import BundleError, KeyFormatError
+from handbook.errors import HandbookError
 from handbook.layout import LLMS
 from handbook.signing import SIGNING_KEY_ENV
 
 from . import pages, pipeline
-from .config import DEFAULT_BUNDLE_DIR, OPTIONS, Config, ConfigError, Option, load_config
+from .config import DEFAULT_BUNDLE_DIR, OPTIONS, Config, Option, load_config
+from .errors import BuildError, ConfigError
 from .findings import Finding
-from .seal import PublishError
 
 log = logging.getLogger("mkdocs.plugins.handbook")
 
@@ -91,25 +91,22 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         settings = self._settings()
         strict = bool(config.strict)
-        try:
-            key, source = pipeline.signing_key(settings)
-        except KeyFormatError as exc:
-            raise PluginError(f"handbook: {exc}") from None
-        if key is None and (strict or os.environ.get("CI")):
-            raise PluginError(
-                f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
-                "(unsigned builds are refused under --strict and in CI)"
-            )
         out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
         try:
+            key, source = pipeline.signing_key(settings)
+            if key is None and (strict or os.environ.get("CI")):
+                raise PluginError(
+                    f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
+                    "(unsigned builds are refused under --strict and in CI)"
+                )
             built = pipeline.build(settings, out, key, strict=strict)
-        except pipeline.BuildError as exc:
-            _log_findings(exc.result.findings)
+        except BuildError as exc:
+            _log_findings(exc.findings)
             raise PluginError(
-                f"handbook: {exc.result.errors} error(s), {exc.result.warnings} warning(s) "
-                f"in {len(exc.result.docs)} docs; nothing built"
+                f"handbook: {exc.errors} error(s), {exc.warnings} warning(s) "
+                f"in {exc.docs} docs; nothing built"
             ) from None
-        except (PublishError, BundleError, OSError) as exc:
+        except (HandbookError, OSError) as exc:  # a bad key, an occupied output, a bundle refused
             raise PluginError(f"handbook: {exc}") from None
         _log_findings(built.findings)
         self.bundle = built.bundle
@@ -117,12 +114,14 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         self.docs = pages.by_source(catalog.docs)
         signed = built.bundle.manifest.signed
         log.info(
-            f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs published to "
-            f"{os.path.relpath(out)} ({built.bundle.signature_state}{', key from ' + source if key else ''})"
+            f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs "
+            f"published to {os.path.relpath(out)} ({built.bundle.signature_state}"
+            f"{', key from ' + source if key else ''})"
         )
         if key is None:
             log.info(
-                f"handbook: the bundle is unsigned; set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
+                f"handbook: the bundle is unsigned; "
+                f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
             )
         files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
         if files.get_file_from_path(LLMS) is None:

@@ -20,6 +20,8 @@ from handbook.bundle import Bundle, open_bundle
 from handbook.layout import MANIFEST
 from handbook.manifest import utc_seconds
 
+from .errors import PublishError
+
 
 def pack(
     bundle_path: str | os.PathLike[str],
@@ -27,7 +29,9 @@ def pack(
     keys: tuple[str, ...] = (),
     allow_unsigned: bool = True,
 ) -> Bundle:
-    """Verify the bundle at `bundle_path` and write it to the archive `out`."""
+    """Verify the bundle at `bundle_path` and write it to the archive `out`. Raises
+    `BundleError` for a bundle that does not verify, `PublishError` when `out` cannot be
+    written."""
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
     mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
@@ -58,6 +62,9 @@ def pack(
                 info.size, info.mode = len(data), 0o644
                 tar.addfile(info, io.BytesIO(data))
         os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PublishError(f"cannot write {target}: {exc.strerror or exc}") from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

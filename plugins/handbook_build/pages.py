@@ -1,6 +1,7 @@
 """What the site shows people beyond the markdown: a header card on every doc page and
 a catalog page. Both are made from the verified catalog of the bundle just built, so
-the site can never describe a doc differently from what agents load.
+the site can never describe a doc differently from what agents load. And where each
+doc's page is: the catalog records it, so agents can link people to it.
 
 Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
 where they go. Every value is escaped here: the card is raw HTML inside markdown, and a
@@ -13,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from handbook.catalog import DocEntry, LibraryInfo
 
@@ -69,7 +71,10 @@ COPY_SCRIPT = (
 def badge(state: str) -> str:
     """The verified state as a coloured badge."""
     known = state if state in BADGE_TEXT else "unverified"
-    return f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">{escape(BADGE_TEXT.get(state, state))}</span>'
+    return (
+        f'<span class="hb-badge hb-badge--{known}" title="verified: {escape(state)}">'
+        f"{escape(BADGE_TEXT.get(state, state))}</span>"
+    )
 
 
 def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
@@ -94,8 +99,8 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         '<p class="hb-card__head" data-search-exclude>',
         f'<span class="hb-kind">{escape(doc.kind)}</span>',
         f'<code class="hb-id">{escape(doc.id)}</code>',
-        f'<button type="button" class="hb-copy" data-copy="{escape(doc.id)}" title="Copy the doc id" '
-        f'onclick="{escape(COPY_SCRIPT)}">copy id</button>',
+        f'<button type="button" class="hb-copy" data-copy="{escape(doc.id)}" '
+        f'title="Copy the doc id" onclick="{escape(COPY_SCRIPT)}">copy id</button>',
         badge(doc.verified),
         "</p>",
         f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
@@ -103,7 +108,8 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>'
         if words
         else "",
-        f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" type="text/markdown">raw markdown</a>'
+        f'<p class="hb-links" data-search-exclude><a href="{escape(raw_url)}" '
+        'type="text/markdown">raw markdown</a>'
         f" · revision <code>{escape(doc.revision[:12])}</code></p>",
         "</div>",
     ]
@@ -150,9 +156,25 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
         for doc in members:
             out.append(
-                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} | {badge(doc.verified)} |"
+                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} "
+                f"| {badge(doc.verified)} |"
             )
     return "\n".join(out) + "\n"
+
+
+def page_url(path: str, use_directory_urls: bool) -> str:
+    """The site URL of the page rendered from the doc at `path` (POSIX, relative to the
+    docs root), exactly as MkDocs' `File.url` makes it, without importing MkDocs:
+    `README.md` stands for its folder's `index.md`; `a/b.md` is `a/b/` with directory
+    URLs and `a/b.html` without; the result is percent-encoded UTF-8."""
+    folder, name = posixpath.split(path)
+    stem = posixpath.splitext(name)[0]
+    stem = "index" if stem == "README" else stem
+    if not use_directory_urls:
+        return quote(posixpath.join(folder, f"{stem}.html"))
+    if stem == "index":
+        return quote(f"{folder or '.'}/")
+    return quote(f"{posixpath.join(folder, stem)}/")
 
 
 def raw_url(doc: DocEntry, page_url: str) -> str:

@@ -22,8 +22,9 @@ from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from .errors import FrontmatterError
 from .findings import Finding
-from .frontmatter import BoolWord, Field, FrontmatterError, Mark
+from .frontmatter import BoolWord, Field, Mark
 from .frontmatter import parse as parse_frontmatter
 from .source import Text
 

@@ -27,6 +27,7 @@ from handbook.signing import SIGNING_KEY_ENV, load_private_key
 from . import rules, snippets
 from .config import Config
 from .emit import emit, index_entries
+from .errors import BuildError
 from .findings import Finding, apply_levels, count
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
@@ -43,6 +44,8 @@ class CheckResult:
     """Sorted, with the configured severities; `off` rules removed."""
     resources: dict[str, list[str]] = field(default_factory=dict)
     """Folder docs' attached files: doc path -> file paths, relative to the docs root."""
+    files: int = 0
+    """Every markdown file read, whether it parsed into a doc or not."""
 
     @property
     def errors(self) -> int:
@@ -54,14 +57,6 @@ class CheckResult:
 
     def failed(self, strict: bool = False) -> bool:
         return self.errors > 0 or (strict and self.warnings > 0)
-
-
-class BuildError(Exception):
-    """The library has errors (or warnings under strict): nothing was written."""
-
-    def __init__(self, result: CheckResult) -> None:
-        super().__init__(f"{result.errors} errors, {result.warnings} warnings: nothing written")
-        self.result = result
 
 
 def build_time(now: float | None = None) -> str:
@@ -111,7 +106,7 @@ def _write(
     index = LunrIndex()
     result = check(config, progress, on_doc=lambda doc: index.extend(index_entries([doc])))
     if result.failed(strict):
-        raise BuildError(result)
+        raise BuildError(result.findings, len(result.docs))
     built_at = build_time()
     emit(result.docs, config, built_at, writer, index, result.resources)
     expires = expiry(built_at, config.expires) if config.expires else None
@@ -207,7 +202,7 @@ def check(
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))
     findings.extend(check_resources(config, found.resources))
-    return CheckResult(docs, apply_levels(findings, config.rules), found.resources)
+    return CheckResult(docs, apply_levels(findings, config.rules), found.resources, total)
 
 
 def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:

@@ -18,13 +18,12 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from handbook.errors import KeyFormatError
+
 from . import pipeline
 from .config import SEMVER, Config, load_config
+from .errors import BuildError, ReleaseError
 from .pack import pack
-
-
-class ReleaseError(Exception):
-    """A precondition failed or a step did; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,8 @@ def release(
     current_branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
     if current_branch != branch:
         raise ReleaseError(
-            f"on branch {current_branch!r}; releases are made from {branch!r} (git switch {branch}, or pass --branch)"
+            f"on branch {current_branch!r}; releases are made from {branch!r} "
+            f"(git switch {branch}, or pass --branch)"
         )
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").strip()
     if dirty:
@@ -91,7 +91,10 @@ def release(
     tag = f"v{new}"
     if _git(repo, "tag", "--list", tag).strip():
         raise ReleaseError(f"tag {tag} already exists; choose another version")
-    key, _ = pipeline.signing_key(config, key_file)
+    try:
+        key, _ = pipeline.signing_key(config, key_file)
+    except KeyFormatError as exc:
+        raise ReleaseError(str(exc)) from None
     if key is None:
         raise ReleaseError(
             "no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key"
@@ -141,8 +144,8 @@ def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Pat
     out = config.bundle_dir or config.config_path.parent / "build" / "bundle"
     try:
         built = pipeline.build(config, out, key, strict=True)
-    except pipeline.BuildError as exc:
-        found = "\n".join(str(f) for f in exc.result.findings)
+    except BuildError as exc:
+        found = "\n".join(str(f) for f in exc.findings)
         raise ReleaseError(f"the strict build failed; nothing was committed:\n{found}") from None
     archive = config.config_path.parent / "build" / "release" / f"{config.library}-{version}.tar.gz"
     archive.parent.mkdir(parents=True, exist_ok=True)

@@ -4,22 +4,28 @@ It writes four things and overwrites nothing: `mkdocs.yml` with the plugin confi
 an example doc that follows the authoring rules, a `.gitignore` that keeps build output
 and keys out of git, and a GitHub workflow that checks every push and pull request and,
 on a version tag, builds strictly, signs, packs, attaches the archive to a release and
-deploys the site to Pages.
+deploys the site to Pages. The workflow installs Handbook with the pip requirement that
+`install` validates or derives.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from handbook import __version__
-
 from .config import NAME
+from .errors import ScaffoldError
+from .install import check_spec, default_spec
 
 
-class ScaffoldError(Exception):
-    """The folder cannot take a new library (a file would be overwritten, a bad name)."""
+@dataclass(frozen=True)
+class NewLibrary:
+    files: list[Path]
+    """Every file written, in the order written."""
+    install_from: str
+    """The pip requirement the workflow installs Handbook with."""
 
 
 def library_name(folder: Path) -> str:
@@ -28,8 +34,9 @@ def library_name(folder: Path) -> str:
     return name or "library"
 
 
-def files(library: str, title: str) -> dict[str, str]:
-    """Relative path -> text of every file `init` writes."""
+def files(library: str, title: str, install_from: str) -> dict[str, str]:
+    """Relative path -> text of every file `init` writes; `install_from` is the pip
+    requirement the workflow installs Handbook with, already checked."""
     return {
         "mkdocs.yml": MKDOCS.format(
             library=library, title=json.dumps(title)
@@ -37,22 +44,33 @@ def files(library: str, title: str) -> dict[str, str]:
         "docs/index.md": INDEX.format(library=library, title=json.dumps(title), heading=title),
         "docs/guides/writing-docs.md": GUIDE.format(library=library),
         ".gitignore": GITIGNORE,
-        ".github/workflows/handbook.yml": WORKFLOW.replace("{handbook_version}", __version__),
+        ".github/workflows/handbook.yml": WORKFLOW.replace(
+            "{install_from}", json.dumps(install_from)
+        ),
     }
 
 
-def init(folder: Path, library: str | None = None, title: str | None = None) -> list[Path]:
-    """Write a new library into `folder` (created if needed); the files written."""
+def init(
+    folder: Path,
+    library: str | None = None,
+    title: str | None = None,
+    install_from: str | None = None,
+) -> NewLibrary:
+    """Write a new library into `folder` (created if needed). Without `install_from`, the
+    workflow installs the commit this Handbook runs from."""
     name = library or library_name(folder)
     if not NAME.fullmatch(name):
         raise ScaffoldError(
-            f"{name!r} is not a library name (lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
+            f"{name!r} is not a library name "
+            "(lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
         )
-    planned = files(name, title or name.replace("-", " ").replace("_", " ").capitalize())
+    spec = check_spec(install_from) if install_from is not None else default_spec()
+    planned = files(name, title or name.replace("-", " ").replace("_", " ").capitalize(), spec)
     existing = [rel for rel in planned if (folder / rel).exists()]
     if existing:
         raise ScaffoldError(
-            f"{folder}: {', '.join(existing)} already exist(s); init never overwrites, choose an empty folder"
+            f"{folder}: {', '.join(existing)} already exist(s); "
+            "init never overwrites, choose an empty folder"
         )
     written = []
     for rel, text in planned.items():
@@ -63,7 +81,7 @@ def init(folder: Path, library: str | None = None, title: str | None = None) -> 
         ) as fh:  # "x": never replace a file that appeared meanwhile
             fh.write(text)
         written.append(path)
-    return written
+    return NewLibrary(written, spec)
 
 
 MKDOCS = """\
@@ -171,7 +189,9 @@ __pycache__/
 WORKFLOW = """\
 # Checks every push and pull request; on a version tag (v1.2.3) builds strictly, signs
 # with the HANDBOOK_SIGNING_KEY secret, packs the bundle, attaches it to a GitHub
-# release and deploys the site to GitHub Pages.
+# release and deploys the site to GitHub Pages. HANDBOOK is the pip requirement that
+# installs Handbook (handbook init --install-from): keep it pinned to a commit, tag or
+# version, so every run checks with the same Handbook.
 name: handbook
 
 on:
@@ -182,7 +202,7 @@ permissions:
   contents: read
 
 env:
-  HANDBOOK: "handbook=={handbook_version}"
+  HANDBOOK: {install_from}
 
 jobs:
   check:

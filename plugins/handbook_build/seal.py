@@ -38,9 +38,7 @@ from handbook.layout import MANIFEST
 from handbook.manifest import FileEntry, Manifest, Signed, check_path
 from handbook.signing import MANIFEST_TAG, PublicKey, public_key_of, sign
 
-
-class PublishError(Exception):
-    """The output location cannot take a bundle (it holds something else)."""
+from .errors import PublishError
 
 
 class _HashingFile:

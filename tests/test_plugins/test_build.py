@@ -22,7 +22,8 @@ from handbook.errors import (
 from handbook.manifest import Manifest
 from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
-from handbook_build.pipeline import BuildError, build
+from handbook_build.errors import BuildError
+from handbook_build.pipeline import build
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"

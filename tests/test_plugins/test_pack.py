@@ -1,0 +1,301 @@
+"""`handbook pack` writes the same bytes for the same bundle, and `handbook verify`
+accepts its archives but refuses tampered or hostile ones."""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from release_helpers import EPOCH, KEY, PUBLIC
+
+import handbook.archive
+from handbook.bundle import open_bundle
+from handbook.manifest import MANIFEST, Manifest
+from handbook.signing import generate_private_key
+from handbook_build.pack import pack
+
+pytest_plugins = ["release_fixtures"]
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
+
+def members_of(archive: Path) -> list[tuple[tarfile.TarInfo, bytes | None]]:
+    with tarfile.open(archive, "r:gz") as tar:
+        out = []
+        for member in tar.getmembers():
+            source = tar.extractfile(member) if member.isfile() else None
+            out.append((member, source.read() if source else None))
+        return out
+
+
+def write_archive(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def test_pack_is_deterministic(v1: Path, tmp_path: Path) -> None:
+    first = run_cli("pack", str(v1), "-o", str(tmp_path / "one.tar.gz"))
+    assert first.exit_code == 0, first.stderr
+    assert first.lines[0] == f"packed plant-floor 1.0.0 (6 docs) -> {tmp_path / 'one.tar.gz'}"
+    time.sleep(1.1)  # a later second, a copy with fresh file times, another path and name
+    copy = tmp_path / "elsewhere" / "bundle"
+    shutil.copytree(v1.resolve(), copy, copy_function=shutil.copy)
+    for path in copy.rglob("*"):
+        os.utime(path, (time.time() + 3600, time.time() + 3600))
+    second = run_cli("pack", str(copy), "-o", str(tmp_path / "other-name.tgz"))
+    assert second.exit_code == 0, second.stderr
+    one, two = (tmp_path / "one.tar.gz").read_bytes(), (tmp_path / "other-name.tgz").read_bytes()
+    assert one == two
+    assert first.lines[1] == f"sha256 {hashlib.sha256(one).hexdigest()}"
+    assert second.lines[1] == first.lines[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "elsewhere",
+        "one.tar.gz",
+        "other-name.tgz",
+    ]  # no temporary left
+
+
+def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
+    raw = v1_archive.read_bytes()
+    assert raw[:2] == b"\x1f\x8b"
+    assert raw[4:8] == b"\0\0\0\0", "gzip header carries a time"
+    assert not raw[3] & 0x08, "gzip header carries a file name"
+    manifest = Manifest.from_bytes((v1 / MANIFEST).read_bytes())
+    built_at = calendar.timegm(time.strptime(manifest.signed.built_at, "%Y-%m-%dT%H:%M:%SZ"))
+    assert built_at == int(EPOCH)
+    members = members_of(v1_archive)
+    names = [m.name for m, _ in members]
+    assert names == sorted(names, key=lambda n: n.split("/"))
+    assert len(set(names)) == len(names)
+    files = {m.name for m, _ in members if m.isfile()}
+    assert files == {MANIFEST, *manifest.signed.files}
+    folders = {m.name for m, _ in members if m.isdir()}
+    assert folders == {"content"}
+    for n, name in enumerate(names):
+        if "/" in name:
+            assert name.rsplit("/", 1)[0] in names[:n], f"{name} comes before its folder"
+    for member, data in members:
+        assert (member.uid, member.gid, member.uname, member.gname) == (0, 0, "", "")
+        assert member.mtime == built_at
+        assert member.pax_headers == {}
+        if member.isdir():
+            assert member.mode == 0o755
+        else:
+            assert member.isfile() and member.mode == 0o644
+            assert data == (v1 / member.name).read_bytes()
+
+
+def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> None:
+    """A bundle whose manifest lists a file two folders deep (valid: any safe path)."""
+    from handbook.manifest import FileEntry
+    from handbook.signing import MANIFEST_TAG, sign
+
+    copy = tmp_path / "bundle"
+    shutil.copytree(v1.resolve(), copy)
+    (copy / "extra" / "deep").mkdir(parents=True)
+    (copy / "extra" / "deep" / "file.txt").write_bytes(b"hello")
+    manifest = Manifest.from_bytes((copy / MANIFEST).read_bytes())
+    files = {
+        **manifest.signed.files,
+        "extra/deep/file.txt": FileEntry(hashlib.sha256(b"hello").hexdigest(), 5),
+    }
+    signed = manifest.signed._replace(files=dict(sorted(files.items())))
+    (copy / MANIFEST).write_bytes(
+        Manifest(signed, (sign(KEY, MANIFEST_TAG, signed.to_dict()),)).to_bytes()
+    )
+    assert open_bundle(copy, [PUBLIC]).signature_state == "verified"
+    pack(copy, tmp_path / "deep.tar.gz")
+    names = [m.name for m, _ in members_of(tmp_path / "deep.tar.gz")]
+    for n, name in enumerate(names):
+        if "/" in name:
+            assert name.rsplit("/", 1)[0] in names[:n], f"no folder entry before {name}: {names}"
+
+
+def test_verify_accepts_the_archive(v1_archive: Path) -> None:
+    run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
+    assert run.exit_code == 0, run.stderr
+    assert run.lines[-1] == "ok"
+    assert any(line.startswith("signature verified by ") for line in run.lines)
+    _, stranger = generate_private_key()
+    refused = run_cli("verify", str(v1_archive), "--key", str(stranger))
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("refused:")
+
+
+def test_verify_refuses_a_tampered_archive(v1_archive: Path, tmp_path: Path) -> None:
+    members = members_of(v1_archive)
+    content = next(
+        n for n, (m, _) in enumerate(members) if m.name.startswith("content/") and m.isfile()
+    )
+    info, data = members[content]
+    assert data is not None
+    changed = data.replace(b"the", b"THE", 1)
+    assert changed != data and len(changed) == len(data)
+    members[content] = (info, changed)
+    tampered = write_archive(tmp_path / "tampered.tar.gz", members)
+    run = run_cli("verify", str(tampered), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert info.name in run.stderr and "sha256" in run.stderr
+
+    extra = tarfile.TarInfo("extra.txt")
+    extra.size = 5
+    appended = write_archive(
+        tmp_path / "appended.tar.gz", [*members_of(v1_archive), (extra, b"hello")]
+    )
+    run = run_cli("verify", str(appended), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert "extra.txt" in run.stderr and "not listed" in run.stderr
+
+
+def _member(
+    name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x", **fields: Any
+) -> tuple[tarfile.TarInfo, bytes | None]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.size = len(data) if data is not None and kind == tarfile.REGTYPE else 0
+    for field, value in fields.items():
+        setattr(info, field, value)
+    return info, data if kind == tarfile.REGTYPE else None
+
+
+HOSTILE: dict[str, tuple[Callable[[Path], tuple[tarfile.TarInfo, bytes | None]], str]] = {
+    "symlink": (
+        lambda tmp: _member("evil", tarfile.SYMTYPE, linkname="/etc/passwd"),
+        "is a link or special file",
+    ),
+    "hardlink": (
+        lambda tmp: _member("evil", tarfile.LNKTYPE, linkname="catalog.json"),
+        "is a link or special file",
+    ),
+    "parent": (lambda tmp: _member("../x"), "'..' segment"),
+    "nested parent": (lambda tmp: _member("content/../../x"), "'..' segment"),
+    "absolute": (lambda tmp: _member(str(tmp / "escaped")), "is empty or absolute"),
+    "duplicate": (lambda tmp: _member("catalog.json"), "catalog.json appears twice"),
+    "duplicate by case": (lambda tmp: _member("CATALOG.json"), "appears twice"),
+    "fifo": (lambda tmp: _member("fifo", tarfile.FIFOTYPE), "is a link or special file"),
+    "character device": (
+        lambda tmp: _member("null", tarfile.CHRTYPE, devmajor=1, devminor=3),
+        "is a link or special file",
+    ),
+    "block device": (
+        lambda tmp: _member("disk", tarfile.BLKTYPE, devmajor=8, devminor=0),
+        "is a link or special file",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_verify_refuses_a_hostile_archive(v1_archive: Path, tmp_path: Path, case: str) -> None:
+    make, message = HOSTILE[case]
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    archive = write_archive(inside / "hostile.tar.gz", [*members_of(v1_archive), make(tmp_path)])
+    run = run_cli("verify", str(archive), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"refused: {archive}: ")
+    assert message in run.stderr
+    assert not (tmp_path / "escaped").exists()
+    assert not (tmp_path / "x").exists() and not (inside / "x").exists()
+
+
+@pytest.mark.parametrize("order", [["catalog.json/x"], ["content/a", "content/a/b"]])
+def test_verify_refuses_a_file_used_as_a_folder(
+    v1_archive: Path, tmp_path: Path, order: list[str]
+) -> None:
+    archive = write_archive(
+        tmp_path / "clash.tar.gz", [*members_of(v1_archive), *(_member(name) for name in order)]
+    )
+    run = run_cli("verify", str(archive), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"refused: {archive}: ")
+
+
+def test_verify_names_the_entry_of_a_file_folder_clash(v1_archive: Path, tmp_path: Path) -> None:
+    archive = write_archive(
+        tmp_path / "clash.tar.gz",
+        [*members_of(v1_archive), _member("content/a"), _member("content/a/b")],
+    )
+    run = run_cli("verify", str(archive), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert "handbook-bundle-" not in run.stderr, run.stderr
+    assert "content/a/b" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not a gzip at all", "not a readable .tar.gz bundle archive"),
+        (None, "not a readable .tar.gz bundle archive"),  # truncated
+    ],
+)
+def test_verify_refuses_an_unreadable_archive(
+    v1_archive: Path, tmp_path: Path, content: bytes | None, message: str
+) -> None:
+    path = tmp_path / "broken.tar.gz"
+    raw = v1_archive.read_bytes()
+    path.write_bytes(content if content is not None else raw[: len(raw) // 2])
+    run = run_cli("verify", str(path), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert message in run.stderr
+
+
+def test_verify_refuses_an_archive_without_a_manifest_at_the_top(
+    v1_archive: Path, tmp_path: Path
+) -> None:
+    nested = []
+    for info, data in members_of(v1_archive):
+        info.name = f"bundle/{info.name}"
+        nested.append((info, data))
+    run = run_cli("verify", str(write_archive(tmp_path / "nested.tar.gz", nested)), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert f"no {MANIFEST} at the top of the archive" in run.stderr
+
+
+def test_verify_caps_members_and_size_before_unpacking(
+    v1_archive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
+    run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
+    assert run.exit_code == 1 and "over the 5 a bundle may have" in run.stderr
+    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 200_000)
+    monkeypatch.setattr(handbook.archive, "MAX_TOTAL_BYTES", 1000)
+    run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
+    assert run.exit_code == 1 and "more than 1,000 bytes unpacked" in run.stderr
+
+
+@pytest.mark.parametrize("damage", ["edited", "unlisted", "missing"])
+def test_pack_refuses_a_tampered_bundle_and_writes_nothing(
+    v1: Path, tmp_path: Path, damage: str
+) -> None:
+    copy = tmp_path / "bundle"
+    shutil.copytree(v1.resolve(), copy)
+    victim = sorted((copy / "content").iterdir())[0]
+    if damage == "edited":
+        victim.write_bytes(victim.read_bytes().replace(b"the", b"THE", 1))
+    elif damage == "unlisted":
+        (copy / "content" / "extra.md").write_text("# extra\n")
+    else:
+        victim.unlink()
+    out = tmp_path / "out"
+    out.mkdir()
+    run = run_cli("pack", str(copy), "-o", str(out / "bundle.tar.gz"))
+    assert run.exit_code == 1
+    assert run.stderr.startswith("refused:")
+    assert list(out.iterdir()) == []
+
+
+def test_pack_wants_an_archive_name(v1: Path, tmp_path: Path) -> None:
+    run = run_cli("pack", str(v1), "-o", str(tmp_path / "bundle.zip"))
+    assert run.exit_code == 2
+    assert not (tmp_path / "bundle.zip").exists()
