@@ -27,9 +27,10 @@ from handbook.manifest import utc_seconds
 from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 
 from . import pipeline
-from .config import DEFAULT_BUNDLE_DIR, EXPIRES, Config, load_config
+from .config import Config, load_config
 from .errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
 from .findings import Finding, render_github, render_json, render_text
+from .options import DEFAULT_BUNDLE_DIR, EXPIRES
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200

@@ -43,9 +43,10 @@ from handbook.layout import LLMS
 from handbook.signing import SIGNING_KEY_ENV
 
 from . import pages, pipeline
-from .config import DEFAULT_BUNDLE_DIR, OPTIONS, Config, Option, load_config
+from .config import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
+from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 
 log = logging.getLogger("mkdocs.plugins.handbook")
 
@@ -60,7 +61,7 @@ def _config_option(option: Option) -> base.BaseConfigOption[Any]:
 
 
 class HandbookConfig(base.Config):
-    """The keys of the `handbook` entry, declared from `config.OPTIONS`. Types only:
+    """The keys of the `handbook` entry, declared from `options.OPTIONS`. Types only:
     `config.load_config` checks values and reports them at their line and column."""
 
     # MkDocs collects a config class's options into `_schema`; these come from a table.

@@ -21,8 +21,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from handbook.errors import KeyFormatError
 
 from . import pipeline
-from .config import SEMVER, Config, load_config
+from .config import Config, load_config
 from .errors import BuildError, ReleaseError
+from .options import SEMVER
 from .pack import pack
 
 

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import NAME
 from .errors import ScaffoldError
 from .install import check_spec, default_spec
+from .options import NAME
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import rules
-from .config import LANG, Config
+from .config import Config
 from .findings import Finding
 from .frontmatter import Mark
+from .options import LANG
 from .parse import Doc
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from handbook_build.config import OPTIONS, ConfigError, Limits, load_config
+from handbook_build.config import ConfigError, load_config
 from handbook_build.mkdocs_plugin import HandbookConfig
+from handbook_build.options import OPTIONS, Limits
 
 
 def write(tmp_path: Path, text: str) -> Path:

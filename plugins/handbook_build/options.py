@@ -1,0 +1,451 @@
+"""The options of the `handbook` entry of `mkdocs.yml`: the one table they are written in.
+
+Each `Option` holds its name, the YAML type MkDocs' schema checks, its default, the
+check that validates and converts a value (reporting every problem at its key), and
+the reference text of the docs. `config.from_options` reads an entry by this table, the
+MkDocs plugin declares its schema from it, and the configuration reference page shows
+it (a test keeps the page equal to the table).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from inspect import cleandoc
+from pathlib import Path
+from typing import Any
+
+from handbook.manifest import utc_seconds
+
+from . import rules
+from .findings import LEVELS, Finding, Level, Severity
+from .snippets import load as load_validator
+
+SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
+VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+EXPIRES = re.compile(
+    r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
+)
+
+BUILTIN_FIELDS = ("id", "title", "kind", "summary")
+DEFAULT_BUNDLE_DIR = "build/bundle"
+LANG = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+"""A language tag, as `lang` and `default_lang` take it: en, de, pt-BR."""
+VERIFIED_STATES = ("verified", "field_tested", "unverified")
+
+
+def _limit(default: int, meaning: str) -> Any:
+    return field(default=default, metadata={"meaning": meaning})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The `limits` option; each field's meaning is shown in the configuration reference."""
+
+    summary_chars: int = _limit(250, f"longest allowed summary ({rules.SUMMARY_LENGTH.code})")
+    body_warn_chars: int = _limit(
+        12_000, f"body length that draws a warning ({rules.BODY_LONG.code})"
+    )
+    body_max_chars: int = _limit(
+        16_000, f"body length that is an error ({rules.BODY_TOO_LONG.code})"
+    )
+    resource_bytes: int = _limit(
+        5 * 1024 * 1024, f"largest file attached to a folder doc ({rules.RESOURCE_TOO_LARGE.code})"
+    )
+
+
+class Problems:
+    """The findings of one configuration, each at the place of its top-level key."""
+
+    def __init__(self, shown: str, places: dict[str, tuple[int, int]], base: Path) -> None:
+        self.shown, self.places, self.base = shown, places, base
+        self.findings: list[Finding] = []
+
+    def place(self, key: str) -> tuple[int, int]:
+        return self.places.get(key.split(".")[0], self.places.get("", (1, 1)))
+
+    def add(self, key: str, problem: str) -> None:
+        line, col = self.place(key)
+        found = rules.CONFIG_INVALID.at(
+            self.shown, line, col, variant="option", key=key, problem=problem
+        )
+        self.findings.append(found)
+
+
+Check = Callable[[Any, str, Problems], Any]
+"""Checks an option's value, reporting problems at its key, and returns what `Config`
+holds."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One key of the `handbook` entry."""
+
+    name: str
+    type: type[Any]
+    """What YAML must give: str, list or dict (MkDocs' schema checks only this)."""
+    default: Any
+    """The value when the key is absent, as YAML would give it; None for no value."""
+    check: Check
+    summary: str
+    """One line, for the table of options."""
+    doc: str
+    """The reference text under the option's heading (markdown)."""
+    required: bool = False
+
+
+# -- the checks of the options ------------------------------------------------------------
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _level(value: Any) -> Any:
+    """YAML 1.1 reads a bare `off` as False; take it as meant."""
+    return "off" if value is False else value
+
+
+def _check_library(value: Any, key: str, errors: Problems) -> str:
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        errors.add(
+            key,
+            f"{value!r} is not a library name "
+            "(lowercase letters, digits, `_`, `-`, dots between parts)",
+        )
+    return str(value)
+
+
+def _check_version(value: Any, key: str, errors: Problems) -> str:
+    if not isinstance(value, str) or not SEMVER.fullmatch(value):
+        errors.add(key, f"{value!r} is not a semantic version like 1.2.0 (quote it in YAML)")
+    return str(value)
+
+
+def _check_vocab(value: Any, key: str, errors: Problems) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, dict):
+        errors.add(key, "must map a field name to its list of allowed values")
+        return {}
+    vocab = {}
+    for name, allowed in value.items():
+        if name == "verified":
+            errors.add(
+                f"{key}.verified", f"is fixed by the doc format: {', '.join(VERIFIED_STATES)}"
+            )
+        elif not isinstance(name, str) or not _str_list(allowed) or not allowed:
+            errors.add(f"{key}.{name}", "must be a non-empty list of strings")
+        else:
+            vocab[name] = tuple(allowed)
+    return vocab
+
+
+def _check_field_names(value: Any, key: str, errors: Problems) -> tuple[str, ...]:
+    if not _str_list(value):
+        errors.add(key, "must be a list of field names")
+        return ()
+    return tuple(value)
+
+
+def _check_limits(value: Any, key: str, errors: Problems) -> Limits:
+    known = [f.name for f in fields(Limits)]
+    if not isinstance(value, dict):
+        errors.add(key, f"must be a mapping with keys {', '.join(known)}")
+        return Limits()
+    for name in value:
+        if name not in known:
+            errors.add(f"{key}.{name}", f"unknown limit; expected one of: {', '.join(known)}")
+    for name, number in value.items():
+        if name in known and (
+            not isinstance(number, int) or isinstance(number, bool) or number < 1
+        ):
+            errors.add(f"{key}.{name}", f"must be a positive integer, not {number!r}")
+    try:
+        limits = Limits(**{k: v for k, v in value.items() if k in known and isinstance(v, int)})
+    except TypeError:
+        return Limits()
+    if limits.body_warn_chars > limits.body_max_chars:
+        errors.add(f"{key}.body_warn_chars", "must not exceed body_max_chars")
+    return limits
+
+
+def _check_validators(value: Any, key: str, errors: Problems) -> dict[str, str]:
+    """Each reference well formed and importable (from the folder of mkdocs.yml too)."""
+    if not isinstance(value, dict):
+        errors.add(key, 'must map a fence language to "module:function" or "off"')
+        return {}
+    validators = {}
+    for lang, ref in value.items():
+        ref = _level(ref)
+        if (
+            not isinstance(lang, str)
+            or not isinstance(ref, str)
+            or not (ref == "off" or VALIDATOR_REF.fullmatch(ref))
+        ):
+            errors.add(f"{key}.{lang}", f'must be "module:function" or "off", not {ref!r}')
+            continue
+        validators[lang.lower()] = ref
+        if ref == "off":
+            continue
+        try:
+            load_validator(ref, errors.base)
+        except ImportError as exc:
+            line, col = errors.place(key)
+            found = rules.VALIDATOR_IMPORT.at(errors.shown, line, col, lang=lang, error=exc)
+            errors.findings.append(found)
+    return validators
+
+
+def _check_rules(value: Any, key: str, errors: Problems) -> dict[str, Level]:
+    levels_text = f"{', '.join(LEVELS[:-1])} or {LEVELS[-1]}"
+    if not isinstance(value, dict):
+        errors.add(key, f"must map a rule code to {levels_text}")
+        return {}
+    levels: dict[str, Level] = {}
+    for code, level in value.items():
+        level = _level(level)
+        rule = rules.RULES.get(str(code))
+        if rule is None:
+            errors.add(f"{key}.{code}", "unknown rule code; see the rule reference in the docs")
+        elif not rule.configurable:
+            errors.add(f"{key}.{code}", "configuration errors cannot be switched off")
+        elif level not in LEVELS:
+            errors.add(f"{key}.{code}", f"must be {levels_text}, not {level!r}")
+        else:
+            levels[rule.code] = "off" if level == "off" else Severity(level)
+    return levels
+
+
+def _check_path(value: Any, key: str, errors: Problems) -> Path:
+    """Absolute, but not resolved: the bundle folder is a symlink that each build swaps."""
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        errors.add(key, "must be a path (relative to mkdocs.yml)")
+        return errors.base
+    return Path(os.path.normpath(errors.base / value))
+
+
+def _check_expires(value: Any, key: str, errors: Problems) -> str:
+    if not isinstance(value, str) or not EXPIRES.fullmatch(value):
+        errors.add(
+            key,
+            f"{value!r} is not a duration like 90d or 12h, "
+            "or a UTC time like 2027-01-31T00:00:00Z (quote it)",
+        )
+        return str(value)
+    seconds = utc_seconds(value) if value.endswith("Z") else None
+    if value.endswith("Z") and seconds is None:
+        errors.add(key, f"{value} is not a real time (check the month, day and hour)")
+    elif seconds is not None and seconds <= time.time():
+        errors.add(
+            key,
+            f"{value} is in the past: readers would refuse the bundle; "
+            "give a later time or a duration",
+        )
+    return value
+
+
+def _check_lang(value: Any, key: str, errors: Problems) -> str:
+    if not isinstance(value, str) or not LANG.fullmatch(value):
+        errors.add(key, f"{value!r} is not a language tag like en, de or pt-BR")
+    return str(value)
+
+
+def _check_exclude(value: Any, key: str, errors: Problems) -> tuple[str, ...]:
+    if not _str_list(value):
+        errors.add(key, "must be a list of glob patterns")
+        return ()
+    return tuple(value)
+
+
+def _limits_table() -> str:
+    rows = [f"| `{f.name}` | {f.default} | {f.metadata['meaning']} |" for f in fields(Limits)]
+    return "\n".join(["| key | default | meaning |", "|---|---|---|", *rows])
+
+
+# -- the options --------------------------------------------------------------------------
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "library",
+        str,
+        None,
+        _check_library,
+        "The library's name.",
+        cleandoc("""
+            Required. The library's name: lowercase words, digits, `_` and `-`, dots
+            between parts. Agents see it in qualified references such as
+            `plant-floor:device.acme.ac200`.
+        """),
+        required=True,
+    ),
+    Option(
+        "version",
+        str,
+        None,
+        _check_version,
+        "The library's version, a semantic version.",
+        cleandoc("""
+            Required. The library's version as a semantic version (`1.2.0`). Quote it if
+            YAML might read it as something else.
+        """),
+        required=True,
+    ),
+    Option(
+        "vocab",
+        dict,
+        {},
+        _check_vocab,
+        "The values each field may take.",
+        cleandoc(f"""
+            A mapping from a field name to the list of values it may take, for example
+            `kind: [device, protocol, guide]`. Any field can have a vocabulary; `verified`
+            has a fixed one (`{"`, `".join(VERIFIED_STATES)}`). A value outside its
+            field's vocabulary is an error ({rules.VOCAB.code}).
+        """),
+    ),
+    Option(
+        "required",
+        list,
+        [],
+        _check_field_names,
+        "Fields every doc must have, beyond the built-in ones.",
+        cleandoc(f"""
+            Field names that every doc must have, in addition to
+            `{"`, `".join(BUILTIN_FIELDS[:-1])}` and `{BUILTIN_FIELDS[-1]}`
+            ({rules.FIELD_MISSING.code}).
+        """),
+    ),
+    Option(
+        "limits",
+        dict,
+        {},
+        _check_limits,
+        "Length and size limits.",
+        _limits_table(),
+    ),
+    Option(
+        "snippet_validators",
+        dict,
+        {},
+        _check_validators,
+        "Validators for fenced snippets, by fence language.",
+        cleandoc(f"""
+            A mapping from a fence language to `"module:function"` or `"off"`. The
+            function takes the snippet's text and returns a list of errors: strings,
+            `(line, message)` pairs with a 1-based line inside the snippet, or
+            `(line, column, message)` triples. The built-in validators `yaml`, `yml`,
+            `json` and `toml` can be replaced or switched off the same way. The module is
+            imported when the configuration is read, from the installed packages or the
+            folder of `mkdocs.yml`; a module that cannot be imported is a configuration
+            error ({rules.VALIDATOR_IMPORT.code}).
+
+            Write `"off"` in quotes, or `off`, which YAML reads as false and Handbook
+            takes as off.
+        """),
+    ),
+    Option(
+        "rules",
+        dict,
+        {},
+        _check_rules,
+        "Rule levels by code: error, warn or off.",
+        cleandoc(f"""
+            A mapping from a rule code to `{"`, `".join(LEVELS[:-1])}` or `off`, overriding
+            the rule's default severity. Configuration codes (`HB0xx`) cannot be changed.
+        """),
+    ),
+    Option(
+        "exclude",
+        list,
+        [],
+        _check_exclude,
+        "Glob patterns of files and folders not to read.",
+        cleandoc("""
+            Glob patterns (`fnmatch` style, `*` also matches `/`) matched against paths
+            relative to the docs folder; a matching file or folder is not read at all.
+        """),
+    ),
+    Option(
+        "list_fields",
+        list,
+        None,
+        _check_field_names,
+        "The fields list results and header cards show.",
+        cleandoc("""
+            The app-specific fields that list results and page header cards show beside
+            id, kind, title, summary and verified state, for example
+            `[vendor, model, protocol]`. By default, every field that has a vocabulary,
+            except `kind`.
+        """),
+    ),
+    Option(
+        "bundle_dir",
+        str,
+        DEFAULT_BUNDLE_DIR,
+        _check_path,
+        "Where the bundle is published.",
+        cleandoc(f"""
+            Where `handbook build` and `mkdocs build` publish the bundle, relative to
+            `mkdocs.yml`; default `{DEFAULT_BUNDLE_DIR}`. The path is a symlink to an
+            immutable version folder beside it, swapped atomically when a build succeeds.
+            `handbook build --out DIR` overrides it. `mkdocs build` also copies the bundle
+            into the site, at `<site_dir>/bundle/`.
+        """),
+    ),
+    Option(
+        "signing_key",
+        str,
+        None,
+        _check_path,
+        "A private key file to sign the bundle with.",
+        cleandoc("""
+            A file holding the Ed25519 private key (PEM, as written by `handbook keygen`)
+            to sign the bundle with, relative to `mkdocs.yml`. Used only when no other key
+            is given: a `--key KEYFILE` option comes first, then the
+            `HANDBOOK_SIGNING_KEY` environment variable (the key file's contents, for CI
+            secrets), then this file. Keep the file out of version control. Without any
+            key the bundle is unsigned; `--strict` builds (`handbook build --strict`,
+            `mkdocs build --strict`) and builds with `CI` set refuse to be unsigned.
+        """),
+    ),
+    Option(
+        "expires",
+        str,
+        None,
+        _check_expires,
+        "When readers must stop accepting the bundle.",
+        cleandoc("""
+            When readers must stop accepting the bundle: a duration after the build
+            (`"90d"`, `"12h"`) or a UTC time (`"2027-01-31T00:00:00Z"`). It is written
+            into the signed manifest as `expires`; every reader refuses an expired bundle,
+            so a mirror that keeps serving an old version cannot freeze its readers on it.
+            Rebuild and republish before it runs out. `handbook build --expires`
+            overrides it. Default: no expiry.
+        """),
+    ),
+    Option(
+        "default_lang",
+        str,
+        None,
+        _check_lang,
+        "The language of docs without a `lang` field.",
+        cleandoc(f"""
+            The language of docs that have no `lang` field, as a language tag (`en`, `de`,
+            `pt-BR`). A library may hold the same id once per language: each doc names
+            its language in `lang`, and ids must be unique per language
+            ({rules.ID_DUPLICATE.code}). `get(id, lang="de")` serves the German doc, and
+            when there is none, the one in `default_lang`, saying so (`fallback: true`);
+            `list` and `search` take `lang` to keep to one language; `status` counts
+            documents, indexed documents and verified documents per language, apart.
+            Default: none (docs without `lang` have no language).
+        """),
+    ),
+)
+"""Every key of the `handbook` entry, in the order the docs and messages list them."""
