@@ -33,10 +33,10 @@ BUILD_COMMANDS = {
     "check": "handbook_build.commands:check",
     "build": "handbook_build.commands:build",
     "keygen": "handbook_build.commands:keygen",
-    "pack": "handbook_build.commands:pack_command",
-    "diff": "handbook_build.commands:diff_command",
-    "init": "handbook_build.commands:init_command",
-    "release": "handbook_build.commands:release_command",
+    "pack": "handbook_build.release_commands:pack_command",
+    "diff": "handbook_build.release_commands:diff_command",
+    "init": "handbook_build.release_commands:init_command",
+    "release": "handbook_build.release_commands:release_command",
 }
 
 
