@@ -18,6 +18,7 @@ import builtins
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -46,7 +47,56 @@ from .tool_model import ToolContext
 from .trust import TrustPolicy
 
 
-class Library:
+class SnapshotTools(ABC):
+    """`collect` and `ask`, which work the same over one library's snapshot and over
+    several (`snapshots()`), for `Library` and `Shelf`."""
+
+    max_response_chars: int
+
+    @abstractmethod
+    def snapshots(self) -> builtins.list[Snapshot]:
+        """The snapshot of each library served, read once per call."""
+
+    @never_raise
+    def collect(
+        self,
+        query: str | None = None,
+        ids: Sequence[str] | None = None,
+        revisions: Mapping[str, str] | None = None,
+        limit: int = DEFAULT_COLLECT_LIMIT,
+        max_bytes: int = DEFAULT_COLLECT_BYTES,
+        *,
+        lang: str | None = None,
+        **filters: Any,
+    ) -> CollectAnswer:
+        """Several docs in one call within a byte budget, every omission explained
+        (see `handbook.collect`)."""
+        filters = {**filters, "lang": lang} if lang is not None else filters
+        return collect(
+            self.snapshots(),
+            query=query,
+            ids=ids,
+            revisions=revisions,
+            limit=limit,
+            max_bytes=max_bytes,
+            max_chars=self.max_response_chars,
+            **filters,
+        )
+
+    @never_raise
+    def ask(
+        self,
+        question: str,
+        limit: int = asking.DEFAULT_ASK_SOURCES,
+        correlation_id: str | None = None,
+    ) -> AskAnswer:
+        """A grounded answer quoting the library's passages, or `insufficient` (see
+        `handbook.ask`). Never generated text."""
+        snapshots = self.snapshots()
+        return asking.ask(snapshots, question, limit, correlation_id, self.max_response_chars)
+
+
+class Library(SnapshotTools):
     """One verified knowledge bundle and the tools agents call on it."""
 
     def __init__(
@@ -222,44 +272,6 @@ class Library:
         """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
         `lang`, only in docs of that language."""
         return search_passages(self._snapshot, self.max_response_chars, query, limit, lang)
-
-    @never_raise
-    def collect(
-        self,
-        query: str | None = None,
-        ids: Sequence[str] | None = None,
-        revisions: Mapping[str, str] | None = None,
-        limit: int = DEFAULT_COLLECT_LIMIT,
-        max_bytes: int = DEFAULT_COLLECT_BYTES,
-        *,
-        lang: str | None = None,
-        **filters: Any,
-    ) -> CollectAnswer:
-        """Several docs in one call within a byte budget, every omission explained
-        (see `handbook.collect`)."""
-        filters = {**filters, "lang": lang} if lang is not None else filters
-        return collect(
-            [self._snapshot],
-            query=query,
-            ids=ids,
-            revisions=revisions,
-            limit=limit,
-            max_bytes=max_bytes,
-            max_chars=self.max_response_chars,
-            **filters,
-        )
-
-    @never_raise
-    def ask(
-        self,
-        question: str,
-        limit: int = asking.DEFAULT_ASK_SOURCES,
-        correlation_id: str | None = None,
-    ) -> AskAnswer:
-        """A grounded answer quoting the library's passages, or `insufficient` (see
-        `handbook.ask`). Never generated text."""
-        snapshots = [self._snapshot]
-        return asking.ask(snapshots, question, limit, correlation_id, self.max_response_chars)
 
     @never_raise
     def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:

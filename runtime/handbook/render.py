@@ -193,10 +193,8 @@ def resource(answer: dict[str, Any], output: str | None = None) -> None:
 
     if _error(answer):
         return
-    if "content" in answer:
-        data = answer["content"].encode("utf-8")
-    else:
-        data = base64.b64decode(answer["content_base64"])
+    text = answer.get("content")
+    data = text.encode("utf-8") if text is not None else base64.b64decode(answer["content_base64"])
     if output:
         Path(output).write_bytes(data)
         click.echo(

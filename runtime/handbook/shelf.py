@@ -18,10 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import ask as asking
 from .answers import (
-    AskAnswer,
-    CollectAnswer,
     DocSummary,
     GetAnswer,
     ListAnswer,
@@ -32,8 +29,8 @@ from .answers import (
 )
 from .bounds import check_limit, check_offset, never_raise, refusal
 from .bundle import Bundle
-from .collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect, resolve
-from .library import Library
+from .collect import resolve
+from .library import Library, SnapshotTools
 from .listing import DEFAULT_LIST_LIMIT, OFFSET_MESSAGE, list_hint, page, scored, summary
 from .query import QueryError, parse
 from .reading import get_doc, get_resource
@@ -43,7 +40,7 @@ from .tool_model import ToolContext
 from .tools import context_of
 
 
-class Shelf:
+class Shelf(SnapshotTools):
     """The same tools as `Library`, over several libraries with distinct names."""
 
     def __init__(self, libraries: Iterable[Library]) -> None:
@@ -155,41 +152,6 @@ class Shelf:
         hits.sort(key=lambda h: (-h["score"], h["ref"], h.get("anchor") or ""))
         return bounded_hits(
             hits, total, checked, "" if hits else NO_MATCH_HINT, self.max_response_chars
-        )
-
-    @never_raise
-    def collect(
-        self,
-        query: str | None = None,
-        ids: Sequence[str] | None = None,
-        revisions: Mapping[str, str] | None = None,
-        limit: int = DEFAULT_COLLECT_LIMIT,
-        max_bytes: int = DEFAULT_COLLECT_BYTES,
-        *,
-        lang: str | None = None,
-        **filters: Any,
-    ) -> CollectAnswer:
-        filters = {**filters, "lang": lang} if lang is not None else filters
-        return collect(
-            self.snapshots(),
-            query=query,
-            ids=ids,
-            revisions=revisions,
-            limit=limit,
-            max_bytes=max_bytes,
-            max_chars=self.max_response_chars,
-            **filters,
-        )
-
-    @never_raise
-    def ask(
-        self,
-        question: str,
-        limit: int = asking.DEFAULT_ASK_SOURCES,
-        correlation_id: str | None = None,
-    ) -> AskAnswer:
-        return asking.ask(
-            self.snapshots(), question, limit, correlation_id, self.max_response_chars
         )
 
     @never_raise
