@@ -432,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(details(results))
     print(
-        f"\nGoal: the whole `handbook build` of {GOAL_DOCS:,} docs in at most {GOAL_S:.0f} s and under {GOAL_MB:.0f} MB."
+        f"\nGoal: the whole `handbook build` of {GOAL_DOCS:,} docs in at most {GOAL_S:.0f} s "
+        f"and under {GOAL_MB:.0f} MB."
     )
     for line in goal(results):
         print(line)

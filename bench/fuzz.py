@@ -1335,13 +1335,15 @@ def run_atheris(
 
 def report(all_stats: Sequence[Stats], args: argparse.Namespace) -> str:
     lines = [
-        f"| target | engine | examples | accepted | refused | known-bug hits | undeclared | hangs (>= {args.hang_seconds:g} s) | worst ms | traced | worst traced MB | s |",
+        "| target | engine | examples | accepted | refused | known-bug hits | undeclared "
+        f"| hangs (>= {args.hang_seconds:g} s) | worst ms | traced | worst traced MB | s |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for s in all_stats:
         lines.append(
-            f"| {s.target} | {s.engine} | {s.examples:,} | {s.kinds['accepted']:,} | {s.kinds['refused']:,} | {s.known:,} | "
-            f"{s.undeclared:,} | {s.hangs} | {s.worst_seconds * 1000:.1f} | {s.traced:,} | {s.worst_peak / 2**20:.2f} | {s.elapsed:.0f} |"
+            f"| {s.target} | {s.engine} | {s.examples:,} | {s.kinds['accepted']:,} "
+            f"| {s.kinds['refused']:,} | {s.known:,} | {s.undeclared:,} | {s.hangs} "
+            f"| {s.worst_seconds * 1000:.1f} | {s.traced:,} | {s.worst_peak / 2**20:.2f} | {s.elapsed:.0f} |"
         )
     total = sum(s.examples for s in all_stats)
     new = sum(s.undeclared for s in all_stats)
@@ -1351,7 +1353,8 @@ def report(all_stats: Sequence[Stats], args: argparse.Namespace) -> str:
     lines.append("")
     lines.append(
         f"{total:,} examples; undeclared exceptions: {new} new, {sum(known.values())} from known bugs; "
-        f"hangs: {sum(s.hangs for s in all_stats)}; over {args.memory_cap / 2**20:.0f} MB: {sum(s.over_memory for s in all_stats)}"
+        f"hangs: {sum(s.hangs for s in all_stats)}; "
+        f"over {args.memory_cap / 2**20:.0f} MB: {sum(s.over_memory for s in all_stats)}"
     )
     for bug in KNOWN_BUGS:
         state = "reproduces" if bug.active else "FIXED (its exceptions now count as new)"

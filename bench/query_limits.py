@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         print("| queries | n | refused | p50 | p99 | max |\n|---|--:|--:|--:|--:|--:|")
         for kind, r in results.items():
             print(
-                f"| {kind} | {r['queries']:.0f} | {r['refused']:.0f} | {r['p50']:.2f} | {r['p99']:.1f} | {r['max']:.1f} |"
+                f"| {kind} | {r['queries']:.0f} | {r['refused']:.0f} "
+                f"| {r['p50']:.2f} | {r['p99']:.1f} | {r['max']:.1f} |"
             )
             worst = max(worst, r["p99"])
         print(json.dumps({"library": name, "results": results}), file=sys.stderr)

@@ -167,7 +167,10 @@ def search(q, k):
         """\
 with open(ARGS["path"] + "/catalog.json", encoding="utf-8") as fh:
     DOCS = json.load(fh)["docs"]
-HAY = [(d["id"], " ".join([d["title"], d["summary"], *d["keywords"], *d["aliases"], d["id"]]).lower()) for d in DOCS]""",
+HAY = [
+    (d["id"], " ".join([d["title"], d["summary"], *d["keywords"], *d["aliases"], d["id"]]).lower())
+    for d in DOCS
+]""",
     ),
     "FTS5": (
         """\
@@ -901,7 +904,8 @@ def details_table(libraries: list[Measured]) -> str:
             )
             lines.append(
                 f"| {lib.label} | {r.engine} | {_f(r.median('start_s'), 1)} | {_f(r.median('import_s'), 1)} "
-                f"| {_f(r.median('open_s'), 1)} | {_f(r.median('first_s'), 1)} | {_f(min(walls), 0)}-{_f(max(walls), 0)} "
+                f"| {_f(r.median('open_s'), 1)} | {_f(r.median('first_s'), 1)} "
+                f"| {_f(min(walls), 0)}-{_f(max(walls), 0)} "
                 f"| {core} | {get} | {_f(w.get('vmhwm_mb'), 0)} |"
             )
     return "\n".join(lines)

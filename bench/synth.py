@@ -519,7 +519,10 @@ def _topic_title(rng: random.Random, kind: str) -> tuple[str, str, str]:
     title = {
         "protocol": f"{proto}: {word} {rng.choice(WORDS)}",
         "guide": f"{rng.choice(VERBS).capitalize()} the {word} of a {eq} over {proto}",
-        "troubleshooting": f"{eq.capitalize()} {word} {rng.choice(['errors', 'drops', 'timeouts', 'stalls'])} over {proto}",
+        "troubleshooting": (
+            f"{eq.capitalize()} {word} {rng.choice(['errors', 'drops', 'timeouts', 'stalls'])} "
+            f"over {proto}"
+        ),
         "reference": f"{word.capitalize()} {rng.choice(WORDS)} values for {eq}s",
     }[kind]
     return title, equipment, protocol

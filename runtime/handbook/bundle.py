@@ -205,7 +205,8 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
             listed = signed.files.get(resource.file)
             if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
                 raise FormatError(
-                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, which does not match {resource.file} in the manifest"
+                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, "
+                    f"which does not match {resource.file} in the manifest"
                 )
             if check_path(resource.path) or resource.path.startswith(".."):
                 raise FormatError(
@@ -223,7 +224,8 @@ def describe(bundle: Bundle) -> Sequence[str]:
     return [
         f"library   {signed.library} {signed.version} (built {signed.built_at})",
         f"docs      {signed.docs}",
-        f"files     {len(signed.files) + 1} ({sum(f.bytes for f in signed.files.values()):,} bytes), every hash verified",
+        f"files     {len(signed.files) + 1} ({sum(f.bytes for f in signed.files.values()):,} bytes), "
+        "every hash verified",
         f"signature {bundle.signature_state}"
         + (f" by {', '.join(k[:16] for k in bundle.signed_by)}" if bundle.signed_by else ""),
     ]

@@ -209,7 +209,8 @@ class CrashFigures:
             f"typical build {self.build_seconds:.3f} s, staging from {self.stage_seconds:.3f} s",
             f"kills by stage: {stages}",
             f"kills that hit mid-publish (staging started, build not finished): {self.mid_publish}/{self.kills}",
-            f"complete bundles found: {self.complete}/{self.checks} checks ({self.absent} absent before any build completed)",
+            f"complete bundles found: {self.complete}/{self.checks} checks "
+            f"({self.absent} absent before any build completed)",
             f"kills that left leftovers: {self.leftovers_left}; all removed by the next completed build: "
             f"{self.leftovers_cleaned}/{self.leftovers_left} ({self.completed} completed builds)",
             f"violations: {len(self.violations)}; {self.seconds:.1f} s",
@@ -288,7 +289,10 @@ def crash_campaign(
             problem = f"{out} vanished; it pointed at {before.target}"
         if problem is None and name is not None and name != before.target:
             if got != version:
-                problem = f"{out} -> {name} is version {got}, neither the previous one ({before.target}) nor the new {version}"
+                problem = (
+                    f"{out} -> {name} is version {got}, "
+                    f"neither the previous one ({before.target}) nor the new {version}"
+                )
             elif name in before.folders:
                 problem = f"{out} -> {name}, an old folder, not a new version"
         if problem is None and completed:

@@ -118,7 +118,8 @@ def test_fuzz_volume_and_worst_cases(capsys: pytest.CaptureFixture[str]) -> None
     rows = [
         "",
         f"fuzz harnesses, {EXAMPLES} examples each (HANDBOOK_FUZZ_EXAMPLES)",
-        f"{'target':<20} {'examples':>8} {'accepted':>8} {'refused':>8} {'known bug':>9} {'worst ms':>9} {'traced':>6} {'worst traced MB':>15}",
+        f"{'target':<20} {'examples':>8} {'accepted':>8} {'refused':>8} {'known bug':>9} "
+        f"{'worst ms':>9} {'traced':>6} {'worst traced MB':>15}",
     ]
     for name in fuzz.TARGET_NAMES:
         tally = TALLY.get(name, Counter())

@@ -318,7 +318,8 @@ def test_oversized_frontmatter_is_refused_before_parsing(case: str) -> None:
         doc_parse(text)
     assert doc is None
     assert lines == [
-        f"x.md:2:1: HB207 frontmatter is {len(source.encode()):,} bytes; the limit is 65,536: move long content into the body"
+        f"x.md:2:1: HB207 frontmatter is {len(source.encode()):,} bytes; "
+        "the limit is 65,536: move long content into the body"
     ]
     assert seconds < 1.0
     assert m.peak < 2 * len(source.encode()) + 1_000_000, m.peak  # one encoded copy, no parse
@@ -384,7 +385,10 @@ WATCHDOG = textwrap.dedent("""
             grown, elapsed = rss() - base, time.monotonic() - start
             seen[0] = max(seen[0], grown)
             if grown > cap or elapsed > limit:
-                print(json.dumps({"stopped": "memory" if grown > cap else "time", "grown": grown, "seconds": elapsed}), flush=True)
+                print(
+                    json.dumps({"stopped": "memory" if grown > cap else "time", "grown": grown, "seconds": elapsed}),
+                    flush=True,
+                )
                 os._exit(3)
             time.sleep(0.01)
 

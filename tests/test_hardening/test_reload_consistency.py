@@ -189,7 +189,8 @@ class ReloadFigures:
         rate = self.requests / self.load_seconds if self.load_seconds else 0.0
         return [
             f"clients {self.clients}, swaps {self.swaps} ({len(self.reload_failures)} reloads refused), "
-            f"requests {self.requests} ({rate:.0f}/s over {self.load_seconds:.1f} s; {self.answers['A']} from A, {self.answers['B']} from B)",
+            f"requests {self.requests} ({rate:.0f}/s over {self.load_seconds:.1f} s; "
+            f"{self.answers['A']} from A, {self.answers['B']} from B)",
             f"errors {self.errors}, mixed responses {self.mixed}"
             + (f" {dict(self.mixed_by_path)}" if self.mixed else ""),
             f"tampered third version refused: {self.corrupt_refused}; {self.served_after_refusal} kept serving; "

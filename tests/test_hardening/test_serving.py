@@ -313,7 +313,8 @@ def test_no_file_is_opened_but_those_of_the_site_map(
     others = [(e, t) for e, t in events if e != "open"]
     print(
         f"\n{len(HOSTILE_PATHS) + len(RAW_REQUESTS)} hostile requests, statuses {dict(sorted(statuses.items()))}; "
-        f"{len(opened)} file opens ({len(set(opened))} distinct: {sorted(set(map(str, opened)))}), {len(others)} other file events"
+        f"{len(opened)} file opens ({len(set(opened))} distinct: {sorted(set(map(str, opened)))}), "
+        f"{len(others)} other file events"
     )
     assert others == []
     assert set(opened) <= allowed, set(opened) - allowed

@@ -683,7 +683,8 @@ def test_zz_summary(versions: Versions, capsys: pytest.CaptureFixture[str]) -> N
         pytest.skip(f"only part of the module ran ({TALLY['tried']} of {expected} variants)")
     with capsys.disabled():
         print(
-            f"\n[tamper] {len(versions.files)} files x {len(MUTATIONS)} changes = {len(versions.files) * len(MUTATIONS)} matrix variants"
+            f"\n[tamper] {len(versions.files)} files x {len(MUTATIONS)} changes"
+            f" = {len(versions.files) * len(MUTATIONS)} matrix variants"
             f" (each opened strictly and lazily: {TALLY['strict_tried']} + {TALLY['lazy_tried']} opens;"
             f" lazy: {TALLY['refused_at_open']} refused at open, {TALLY['refused_on_read']} on read),"
             f" {len(EXTRAS)} unlisted/link/special variants, {2 * len(versions.files)} files changed after a lazy open,"

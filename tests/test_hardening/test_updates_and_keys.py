@@ -648,8 +648,9 @@ def test_summary_of_the_public_vectors() -> None:
     matching = sum(expected == got for expected, got in verdicts)
     print(
         f"\nWycheproof: {matching}/{len(verdicts)} verdicts match ({sum(e for e, _ in verdicts)} valid, "
-        f"{sum(not e for e, _ in verdicts)} invalid); CCTV: {len(rows)} vectors, {len(accepted)} accepted under the policy, "
-        f"{plain} by cryptography alone, {plain - len(accepted)} refused at key load, {bad_key} accepted with a low-order "
+        f"{sum(not e for e, _ in verdicts)} invalid); CCTV: {len(rows)} vectors, "
+        f"{len(accepted)} accepted under the policy, {plain} by cryptography alone, "
+        f"{plain - len(accepted)} refused at key load, {bad_key} accepted with a low-order "
         "or non-canonical key"
     )
     assert matching == len(verdicts)

@@ -114,7 +114,8 @@ def test_rule_levels_change_severity_and_silence(make_library: MakeLibrary) -> N
     run = run_cli("check", "--config", str(config))
     assert run.exit_code == 0
     assert run.lines == [
-        "a.md:1:1: HB201 (warning) has no frontmatter; start the file with a `---` line, the fields, and a closing `---`",
+        "a.md:1:1: HB201 (warning) has no frontmatter; "
+        "start the file with a `---` line, the fields, and a closing `---`",
         "2 files checked (1 doc): 0 errors, 1 warning",
     ]
 

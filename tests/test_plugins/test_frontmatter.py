@@ -29,7 +29,10 @@ def read(text: str) -> tuple[dict[str, object], list[str]]:
 
 
 def test_values_become_plain_json() -> None:
-    text = "---\nid: a.b\ncount: 3\nflag: true\nnone:\nwhen: 2026-03-01\nstamp: 2026-03-01 10:00:00+01:00\nlist: [a, 1]\nmap: {k: v}\nforced: !!str 1.5\n---\nbody\n"
+    text = (
+        "---\nid: a.b\ncount: 3\nflag: true\nnone:\nwhen: 2026-03-01\n"
+        "stamp: 2026-03-01 10:00:00+01:00\nlist: [a, 1]\nmap: {k: v}\nforced: !!str 1.5\n---\nbody\n"
+    )
     fm = parse("x.md", text)
     assert fm.data == {
         "id": "a.b",

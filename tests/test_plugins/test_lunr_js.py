@@ -76,14 +76,16 @@ UNICODE_DOCS = {
         "Rocket launch 🚀 checklist",
         "The go🚀live checklist for launch day.",
         '["🚀", "launch"]',
-        "# Rocket launch 🚀 checklist\n\n## Countdown\n\nSay 🚀 when the go🚀live moment comes. Registers are cleared.\n",
+        "# Rocket launch 🚀 checklist\n\n## Countdown\n\n"
+        "Say 🚀 when the go🚀live moment comes. Registers are cleared.\n",
     ),
     "ligature.md": _doc(
         "typo.ligature",
         "The ﬁeld ligature",
         "Old typesetting writes ﬁeld with a ligature and prices in ￦.",
         '["ﬁeld", "￦"]',
-        "# The ﬁeld ligature\n\n## Prices\n\nThe café on the ﬁeld charges 5000 ￦ for a naïve Überdruck demonstration.\n",
+        "# The ﬁeld ligature\n\n## Prices\n\n"
+        "The café on the ﬁeld charges 5000 ￦ for a naïve Überdruck demonstration.\n",
     ),
     "cjk.md": _doc(
         "site.tokyo",

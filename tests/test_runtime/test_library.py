@@ -96,7 +96,10 @@ def _write_library(root: Path, docs: dict[str, str]) -> Path:
 
 
 def _doc(doc_id: str, title: str, body: str) -> str:
-    return f"---\nid: {doc_id}\ntitle: {title}\nkind: guide\nsummary: {title}, built for the runtime tests.\n---\n# {title}\n\n{body}"
+    return (
+        f"---\nid: {doc_id}\ntitle: {title}\nkind: guide\n"
+        f"summary: {title}, built for the runtime tests.\n---\n# {title}\n\n{body}"
+    )
 
 
 # A long section with non-ASCII text (offsets count characters, not bytes).
