@@ -1,4 +1,5 @@
-"""Shared helpers: make a library in a temporary folder and run `handbook check` on it."""
+"""Shared helpers: make a library in a temporary folder and run `handbook check` on it;
+the vendored test key (`KEY`, `PUBLIC`) and the plant-floor example built once with it."""
 
 from __future__ import annotations
 
@@ -20,9 +21,18 @@ import yaml
 from click.testing import CliRunner
 
 from handbook.cli import main
+from handbook.signing import load_private_key, public_key_of
+from handbook_build import load_config
+from handbook_build.pipeline import build
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+
+# The fixed test key that tests/vectors/generate.py derives; never for real use.
+KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"
+KEY_PEM = KEY_FILE.read_text(encoding="ascii")
+KEY = load_private_key(KEY_FILE.read_bytes())
+PUBLIC = str(public_key_of(KEY))
 
 VALID_DOC = """\
 ---
@@ -78,6 +88,15 @@ def make_library(tmp_path: Path) -> MakeLibrary:
         return root / "mkdocs.yml"
 
     return make
+
+
+@pytest.fixture(scope="session")
+def plant_floor_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plant-floor example built once, signed with `KEY`, shared by every module that
+    only reads it. A test that changes a bundle copies it or builds its own."""
+    out = tmp_path_factory.mktemp("plant-floor") / "bundle"
+    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
+    return out
 
 
 @contextmanager

@@ -34,14 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import KEY_PEM, PUBLIC, ROOT
 
 from handbook.bundle import open_bundle
 from handbook.errors import BundleError
-from handbook.signing import load_private_key, public_key_of
 
-KEY_PEM = (ROOT / "tests" / "vectors" / "test-key.pem").read_bytes()
-PUBLIC = str(public_key_of(load_private_key(KEY_PEM)))
 EXAMPLE = ROOT / "examples" / "plant-floor"
 HANDBOOK = str(Path(sys.executable).parent / "handbook")
 MARKED_DOC = "protocol.modbus"
@@ -83,7 +80,7 @@ def child_env(epoch: int) -> dict[str, str]:
         for k, v in os.environ.items()
         if k not in ("SOURCE_DATE_EPOCH", "HANDBOOK_SIGNING_KEY")
     }
-    env["HANDBOOK_SIGNING_KEY"] = KEY_PEM.decode()
+    env["HANDBOOK_SIGNING_KEY"] = KEY_PEM
     env["SOURCE_DATE_EPOCH"] = str(epoch)
     return env
 

@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import ROOT, MakeLibrary, run_cli
+from conftest import KEY, PUBLIC, ROOT, MakeLibrary, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +44,7 @@ from handbook.errors import BundleError, FormatError
 from handbook.library import Library
 from handbook.manifest import Manifest, Signed
 from handbook.search import SearchIndex
-from handbook.signing import MANIFEST_TAG, load_private_key, public_key_of, sign
+from handbook.signing import MANIFEST_TAG, sign
 from handbook_build import load_config
 from handbook_build.parse import parse
 from handbook_build.pipeline import build
@@ -75,8 +75,6 @@ FUZZ = settings(
         HealthCheck.filter_too_much,
     ],
 )
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 
 TALLY: dict[str, Counter[str]] = defaultdict(Counter)
 """target -> outcome kind (accepted, refused, known:<bug>) -> examples."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import KEY, PUBLIC, ROOT, run_cli
 
 from handbook import FormatError, Library, canonical
 from handbook.bundle import open_bundle
@@ -40,7 +40,6 @@ from handbook.signing import (
     SIGNING_KEY_ENV,
     TRUSTED_KEYS_ENV,
     b64encode,
-    load_private_key,
     public_key_of,
     sign,
     signing_input,
@@ -49,9 +48,7 @@ from handbook.signing import (
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 PUBLIC_KEY = public_key_of(KEY)
-PUBLIC = str(PUBLIC_KEY)
 EXAMPLE = ROOT / "examples" / "skills" / "mkdocs.yml"
 EPOCH = "1767225600"
 SIGNED_AT = b',"signed":'

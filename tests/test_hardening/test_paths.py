@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import ROOT, VALID_DOC, MakeLibrary, loopback_server, run_cli
+from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, loopback_server, run_cli
 
 from handbook import (
     BundleError,
@@ -42,13 +42,11 @@ from handbook import (
 from handbook.archive import unpack
 from handbook.bundle import open_bundle
 from handbook.manifest import MANIFEST, FileEntry, Manifest, check_path
-from handbook.signing import MANIFEST_TAG, TRUSTED_KEYS_ENV, load_private_key, public_key_of, sign
+from handbook.signing import MANIFEST_TAG, TRUSTED_KEYS_ENV, sign
 from handbook_build import load_config
 from handbook_build.pipeline import build
 from handbook_build.source import Text, discover, read, unportable
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 SKILL_DOC = "---\nid: skill.x\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n\n## S\n\nText.\n"
 

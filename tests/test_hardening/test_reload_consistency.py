@@ -30,20 +30,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, get_json, live
+from conftest import KEY, PUBLIC, ROOT, get_json, live
 
 from handbook import Library
 from handbook.bundle import Bundle
 from handbook.http import create_app
 from handbook.reloader import Reloader
-from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
 pytest.importorskip("uvicorn")
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "plant-floor"
 
 SWAPS = int(os.environ.get("HANDBOOK_SWAPS", "60"))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, get_json, live, request
+from conftest import PUBLIC, get_json, live, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
@@ -38,25 +38,12 @@ from jsonschema import Draft202012Validator
 from handbook import Library
 from handbook.http import create_app
 from handbook.mcp import http_app
-from handbook.signing import load_private_key, public_key_of
 from handbook.site import SiteFiles
-from handbook_build import load_config
-from handbook_build.pipeline import build
 
 pytest.importorskip("uvicorn")
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
-EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 SECRET = b"outside-secret-never-served"
 TOKEN = "hardening-token"
-
-
-@pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("serving") / "bundle"
-    build(load_config(EXAMPLE), out, KEY)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +77,8 @@ def site(tmp_path_factory: pytest.TempPathFactory, outside: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def library(published: Path) -> Library:
-    return Library.open(published, [PUBLIC])
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, [PUBLIC])
 
 
 @pytest.fixture(scope="module")

@@ -29,19 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, get_json, live, request
+from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 
 from handbook import BundleError, Library
 from handbook.bundle import open_bundle
 from handbook.http import create_app
 from handbook.manifest import MANIFEST
 from handbook.reloader import Reloader
-from handbook.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV, load_private_key, public_key_of
+from handbook.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "skills"
 EPOCH = "1767225600"
 CHANGED_DOC = "device.acme.ac300"

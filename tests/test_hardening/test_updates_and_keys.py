@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from conftest import KEY as OLD_KEY
 from conftest import ROOT, live, loopback_server, request
 
 from handbook import (
@@ -60,7 +61,6 @@ from handbook.signing import (
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-OLD_KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 OLD = public_key_of(OLD_KEY)
 NEW_PEM, NEW = generate_private_key()
 NEW_KEY = load_private_key(NEW_PEM)

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
-from release_helpers import EPOCH, EXAMPLE, KEY_PEM, build_bundle
+from conftest import KEY_PEM
+from release_helpers import EPOCH, EXAMPLE, build_bundle
 
 from handbook_build.pack import pack
 

@@ -8,17 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Run, run_cli
+from conftest import KEY, ROOT, Run, run_cli
 
-from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
 EXAMPLE = ROOT / "examples" / "plant-floor"
-KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"
-KEY_PEM = KEY_FILE.read_text()
-KEY = load_private_key(KEY_FILE.read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 INSTALL_FROM = "git+https://git.example.invalid/handbook@5f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6"
 """What the workflows of these tests install Handbook with (the checkout they run from

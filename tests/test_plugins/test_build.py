@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, VALID_DOC, MakeLibrary, run_cli
+from conftest import KEY, KEY_FILE, PUBLIC, ROOT, VALID_DOC, MakeLibrary, run_cli
 
 from handbook.bundle import open_bundle
 from handbook.errors import (
@@ -20,15 +20,12 @@ from handbook.errors import (
     UnlistedFileError,
 )
 from handbook.manifest import Manifest
-from handbook.signing import load_private_key, public_key_of
+from handbook.signing import load_private_key
 from handbook_build import load_config
 from handbook_build.errors import BuildError
 from handbook_build.pipeline import build
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
-KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"
-KEY = load_private_key(KEY_FILE.read_bytes())
-PUBLIC = str(public_key_of(KEY))
 
 
 @pytest.fixture(autouse=True)

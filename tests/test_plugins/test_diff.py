@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import VALID_DOC, run_cli
-from release_helpers import EXAMPLE, PUBLIC, build_bundle, substitute
+from conftest import PUBLIC, VALID_DOC, run_cli
+from release_helpers import EXAMPLE, build_bundle, substitute
 
 from handbook.signing import generate_private_key
 from handbook_build.pack import pack

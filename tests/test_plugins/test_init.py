@@ -15,8 +15,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import run_cli
-from release_helpers import EPOCH, INSTALL_FROM, KEY_PEM, PUBLIC, files_of, init
+from conftest import KEY_PEM, PUBLIC, run_cli
+from release_helpers import EPOCH, INSTALL_FROM, files_of, init
 
 from handbook_build import load_config
 

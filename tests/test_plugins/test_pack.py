@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
-from release_helpers import EPOCH, KEY, PUBLIC
+from conftest import KEY, PUBLIC, run_cli
+from release_helpers import EPOCH
 
 import handbook.archive
 from handbook.bundle import open_bundle

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import VALID_DOC, run_cli
-from release_helpers import KEY_FILE, PUBLIC, commit_all, git, init, new_repository
+from conftest import KEY_FILE, PUBLIC, VALID_DOC, run_cli
+from release_helpers import commit_all, git, init, new_repository
 
 from handbook.bundle import open_bundle
 from handbook_build import load_config

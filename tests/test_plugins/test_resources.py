@@ -12,15 +12,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, MakeLibrary, run_cli
+from conftest import KEY, ROOT, MakeLibrary, run_cli
 
 from handbook import HashMismatchError, Library
-from handbook.signing import load_private_key
 from handbook_build import load_config
 from handbook_build.pipeline import build
 from handbook_build.source import discover
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 EXAMPLE = ROOT / "examples" / "skills"
 
 

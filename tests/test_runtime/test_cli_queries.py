@@ -8,22 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import PUBLIC, run_cli
 
 from handbook import Library
-from handbook.signing import TRUSTED_KEYS_ENV, load_private_key, public_key_of
-from handbook_build import load_config
-from handbook_build.pipeline import build
-
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("cli") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return out
+from handbook.signing import TRUSTED_KEYS_ENV
 
 
 @pytest.fixture(autouse=True)
@@ -56,29 +44,33 @@ def trusted(bundle: Path) -> list[str]:
         (["search", "modbus", "-n", "2"], lambda lib: lib.search("modbus", limit=2)),
     ],
 )
-def test_json_is_the_handlers_answer(bundle: Path, args: list[str], call: object) -> None:
-    run = run_cli(*args, *trusted(bundle), "--json")
+def test_json_is_the_handlers_answer(
+    plant_floor_bundle: Path, args: list[str], call: object
+) -> None:
+    run = run_cli(*args, *trusted(plant_floor_bundle), "--json")
     assert run.exit_code == 0, run.stderr
-    expected = call(Library.open(bundle, [PUBLIC]))  # type: ignore[operator]
+    expected = call(Library.open(plant_floor_bundle, [PUBLIC]))  # type: ignore[operator]
     assert json.loads(run.stdout) == expected
 
 
-def test_list_for_people(bundle: Path) -> None:
-    run = run_cli("list", *trusted(bundle))
+def test_list_for_people(plant_floor_bundle: Path) -> None:
+    run = run_cli("list", *trusted(plant_floor_bundle))
     assert run.exit_code == 0
     assert "device.acme.ac200" in run.stdout and "unverified" in run.stdout
     assert "6 of 6 docs" in run.stdout
 
 
-def test_get_renders_markdown_with_metadata(bundle: Path) -> None:
-    run = run_cli("get", "device.acme.ac200", "--section", "Register map", *trusted(bundle))
+def test_get_renders_markdown_with_metadata(plant_floor_bundle: Path) -> None:
+    run = run_cli(
+        "get", "device.acme.ac200", "--section", "Register map", *trusted(plant_floor_bundle)
+    )
     assert run.exit_code == 0
     assert "Register map" in run.stdout and "device.acme.ac200" in run.stdout
     assert "| register |" not in run.stdout  # the table is rendered, not echoed as markdown
 
 
-def test_search_for_people(bundle: Path) -> None:
-    run = run_cli("search", "unit id", *trusted(bundle))
+def test_search_for_people(plant_floor_bundle: Path) -> None:
+    run = run_cli("search", "unit id", *trusted(plant_floor_bundle))
     assert run.exit_code == 0
     assert "score" in run.stdout and "matching sections" in run.stdout
 
@@ -93,9 +85,9 @@ def test_search_for_people(bundle: Path) -> None:
     ],
 )
 def test_misses_and_errors_exit_1_with_the_reason(
-    bundle: Path, args: list[str], message: str
+    plant_floor_bundle: Path, args: list[str], message: str
 ) -> None:
-    run = run_cli(*args, *trusted(bundle))
+    run = run_cli(*args, *trusted(plant_floor_bundle))
     if args[0] == "list":  # an unknown filter is an empty answer with a hint, not an error
         assert run.exit_code == 0 and "colour" in run.stdout
         return
@@ -103,34 +95,36 @@ def test_misses_and_errors_exit_1_with_the_reason(
     assert message in run.stderr
 
 
-def test_json_error_is_still_the_handlers_dict(bundle: Path) -> None:
-    run = run_cli("get", "nope", *trusted(bundle), "--json")
+def test_json_error_is_still_the_handlers_dict(plant_floor_bundle: Path) -> None:
+    run = run_cli("get", "nope", *trusted(plant_floor_bundle), "--json")
     assert run.exit_code == 1
-    assert json.loads(run.stdout) == Library.open(bundle, [PUBLIC]).get("nope")
+    assert json.loads(run.stdout) == Library.open(plant_floor_bundle, [PUBLIC]).get("nope")
 
 
-def test_bad_filter_syntax_is_a_usage_error(bundle: Path) -> None:
-    run = run_cli("list", "--filter", "kind", *trusted(bundle))
+def test_bad_filter_syntax_is_a_usage_error(plant_floor_bundle: Path) -> None:
+    run = run_cli("list", "--filter", "kind", *trusted(plant_floor_bundle))
     assert run.exit_code == 2
     assert "FIELD=VALUE" in run.stderr
 
 
-def test_refused_bundles_exit_1(bundle: Path, tmp_path: Path) -> None:
-    untrusted = run_cli("list", "--bundle", str(bundle))
+def test_refused_bundles_exit_1(plant_floor_bundle: Path, tmp_path: Path) -> None:
+    untrusted = run_cli("list", "--bundle", str(plant_floor_bundle))
     assert untrusted.exit_code == 1 and "refused:" in untrusted.stderr
     missing = run_cli("list", "--bundle", str(tmp_path / "none"), "--allow-unsigned")
     assert missing.exit_code == 1 and "no bundle directory" in missing.stderr
-    bad_key = run_cli("list", "--bundle", str(bundle), "--key", "ed25519:nope")
+    bad_key = run_cli("list", "--bundle", str(plant_floor_bundle), "--key", "ed25519:nope")
     assert bad_key.exit_code == 2 and "--key" in bad_key.stderr
 
 
-def test_keys_from_the_environment(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keys_from_the_environment(
+    plant_floor_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(TRUSTED_KEYS_ENV, PUBLIC)
-    run = run_cli("search", "modbus", "--bundle", str(bundle), "--json")
+    run = run_cli("search", "modbus", "--bundle", str(plant_floor_bundle), "--json")
     assert run.exit_code == 0
     assert json.loads(run.stdout)["count"] > 0
 
 
-def test_verify_takes_bundle_option_or_path(bundle: Path) -> None:
-    assert run_cli("verify", "--bundle", str(bundle), "--key", PUBLIC).exit_code == 0
-    assert run_cli("verify", str(bundle), "--key", PUBLIC).exit_code == 0
+def test_verify_takes_bundle_option_or_path(plant_floor_bundle: Path) -> None:
+    assert run_cli("verify", "--bundle", str(plant_floor_bundle), "--key", PUBLIC).exit_code == 0
+    assert run_cli("verify", str(plant_floor_bundle), "--key", PUBLIC).exit_code == 0

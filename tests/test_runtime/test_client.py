@@ -11,26 +11,21 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, loopback_server
+from conftest import loopback_server
 
 from handbook import Library, RemoteLibrary
 from handbook.http import create_app
-from handbook.signing import load_private_key
-from handbook_build import load_config
-from handbook_build.pipeline import build
 
 uvicorn = pytest.importorskip("uvicorn")
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    out = tmp_path_factory.mktemp("client") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return Library.open(out, allow_unsigned=True)
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, allow_unsigned=True)
 
 
 def free_port() -> int:

@@ -16,19 +16,16 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, VALID_DOC, MakeLibrary, get_json, live, run_cli
+from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, get_json, live, run_cli
 
 import handbook.ask as ha
 import handbook.collect as hc
 from handbook import Library, Shelf
 from handbook.http import create_app
 from handbook.rpc import register_tools
-from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "plant-floor"
 
 AC200, EM3, ABOUT, COMMISSIONING, MODBUS, MQTT = (
@@ -97,13 +94,8 @@ def without_correlation(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return built(EXAMPLE / "mkdocs.yml", tmp_path_factory.mktemp("collect") / "bundle")
-
-
-@pytest.fixture(scope="module")
-def library(published: Path) -> Library:
-    return Library.open(published, [PUBLIC])
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, [PUBLIC])
 
 
 @pytest.fixture(scope="module")
@@ -482,8 +474,8 @@ def test_ids_as_an_iterator(library: Library) -> None:
     assert item_ids(answer) == [MODBUS, MQTT]
 
 
-def test_collect_respects_max_response_chars(published: Path) -> None:
-    small = Library.open(published, [PUBLIC], max_response_chars=2000)
+def test_collect_respects_max_response_chars(plant_floor_bundle: Path) -> None:
+    small = Library.open(plant_floor_bundle, [PUBLIC], max_response_chars=2000)
     answer = small.collect()  # max_bytes defaults to 32,000; the schema allows up to 1,000,000
     assert answer["response_chars"] <= 2000
     assert len(json.dumps(answer, ensure_ascii=False)) <= 2000
@@ -798,8 +790,10 @@ def test_shelf_ask(shelf: Shelf) -> None:
     )
 
 
-def test_shelf_refuses_two_libraries_with_one_name(library: Library, published: Path) -> None:
-    twin = Library.open(published, [PUBLIC])
+def test_shelf_refuses_two_libraries_with_one_name(
+    library: Library, plant_floor_bundle: Path
+) -> None:
+    twin = Library.open(plant_floor_bundle, [PUBLIC])
     with pytest.raises(ValueError, match="plant-floor"):
         Shelf([library, twin])
     with pytest.raises(ValueError):
@@ -927,8 +921,8 @@ def test_rpc_registers_collect_and_ask(library: Library) -> None:
     assert registered["knowledge.collect"](limit=0)["error"]["code"] == "bad_arguments"
 
 
-def test_cli_collect(published: Path, library: Library) -> None:
-    bundle = ["--bundle", str(published), "--key", PUBLIC]
+def test_cli_collect(plant_floor_bundle: Path, library: Library) -> None:
+    bundle = ["--bundle", str(plant_floor_bundle), "--key", PUBLIC]
     run = run_cli(
         "collect",
         *bundle,
@@ -962,8 +956,8 @@ def test_cli_collect(published: Path, library: Library) -> None:
     assert run_cli("collect", *bundle, "--revision", "no-equals-sign").exit_code == 2
 
 
-def test_cli_ask(published: Path, library: Library) -> None:
-    bundle = ["--bundle", str(published), "--key", PUBLIC]
+def test_cli_ask(plant_floor_bundle: Path, library: Library) -> None:
+    bundle = ["--bundle", str(plant_floor_bundle), "--key", PUBLIC]
     question = "What byte order does Modbus use?"
     run = run_cli("ask", question, *bundle, "--json")
     assert run.exit_code == 0
@@ -978,8 +972,8 @@ def test_cli_ask(published: Path, library: Library) -> None:
     )
 
 
-def test_cli_get_revision(published: Path, library: Library) -> None:
-    bundle = ["--bundle", str(published), "--key", PUBLIC]
+def test_cli_get_revision(plant_floor_bundle: Path, library: Library) -> None:
+    bundle = ["--bundle", str(plant_floor_bundle), "--key", PUBLIC]
     revision = library.get(MODBUS)["revision"]
     run = run_cli("get", MODBUS, "--revision", revision, *bundle, "--json")
     assert run.exit_code == 0 and json.loads(run.stdout)["found"] is True

@@ -13,23 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import KEY, PUBLIC, run_cli
 
 from handbook import FormatError, Library
 from handbook.canonical import dumps
-from handbook.signing import MANIFEST_TAG, load_private_key, public_key_of, sign
-from handbook_build import load_config
-from handbook_build.pipeline import build
-
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("versions") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return out.resolve()
+from handbook.signing import MANIFEST_TAG, sign
 
 
 def rewrite(built: Path, tmp_path: Path, change: Callable[[Path, dict[str, Any]], None]) -> Path:
@@ -48,8 +36,10 @@ def relist(folder: Path, signed: dict[str, Any], name: str) -> None:
     signed["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
 
-def test_a_new_signed_key_is_accepted_and_kept(built: Path, tmp_path: Path) -> None:
-    folder = rewrite(built, tmp_path, lambda _, signed: signed.update(audience="public"))
+def test_a_new_signed_key_is_accepted_and_kept(plant_floor_bundle: Path, tmp_path: Path) -> None:
+    folder = rewrite(
+        plant_floor_bundle, tmp_path, lambda _, signed: signed.update(audience="public")
+    )
     lib = Library.open(folder, [PUBLIC])
     assert lib.bundle.manifest.signed.unrecognized == {"audience": "public"}
     assert lib.bundle.manifest.to_bytes() == (folder / "manifest.json").read_bytes()
@@ -57,7 +47,9 @@ def test_a_new_signed_key_is_accepted_and_kept(built: Path, tmp_path: Path) -> N
     assert run_cli("verify", str(folder), "--key", PUBLIC).exit_code == 0
 
 
-def test_new_catalog_fields_and_files_are_accepted(built: Path, tmp_path: Path) -> None:
+def test_new_catalog_fields_and_files_are_accepted(
+    plant_floor_bundle: Path, tmp_path: Path
+) -> None:
     def change(folder: Path, signed: dict[str, Any]) -> None:
         catalog = json.loads((folder / "catalog.json").read_bytes())
         catalog["library"]["future"] = {"x": 1}
@@ -71,14 +63,16 @@ def test_new_catalog_fields_and_files_are_accepted(built: Path, tmp_path: Path) 
         (folder / "reviews" / "index.json").write_bytes(b"[]\n")
         relist(folder, signed, "reviews/index.json")
 
-    folder = rewrite(built, tmp_path, change)
+    folder = rewrite(plant_floor_bundle, tmp_path, change)
     lib = Library.open(folder, [PUBLIC])
     assert lib.get("device.acme.ac200", section="Register map")["found"] is True
     assert run_cli("verify", str(folder), "--key", PUBLIC).exit_code == 0
 
 
-def test_another_major_version_is_refused_clearly(built: Path, tmp_path: Path) -> None:
-    folder = rewrite(built, tmp_path, lambda _, signed: signed.update(spec="handbook/v2"))
+def test_another_major_version_is_refused_clearly(plant_floor_bundle: Path, tmp_path: Path) -> None:
+    folder = rewrite(
+        plant_floor_bundle, tmp_path, lambda _, signed: signed.update(spec="handbook/v2")
+    )
     with pytest.raises(
         FormatError, match=r"spec is 'handbook/v2'; this reader understands 'handbook/v1'"
     ):

@@ -18,31 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, get_json, live, request
+from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handbook import Library
 from handbook.http import create_app
 from handbook.reloader import Reloader
-from handbook.signing import load_private_key, public_key_of
 from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
 uvicorn = pytest.importorskip("uvicorn")
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EXAMPLE = ROOT / "examples" / "plant-floor"
 TOKEN = "s3cret-token"
-
-
-@pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("http") / "bundle"
-    build(load_config(EXAMPLE / "mkdocs.yml"), out, KEY)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +51,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def library(published: Path) -> Library:
-    return Library.open(published, [PUBLIC])
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, [PUBLIC])
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +125,7 @@ def test_unknown_endpoint_and_parameters(server: tuple[str, int]) -> None:
 
 
 def test_bundle_files_by_hash_with_etags(
-    server: tuple[str, int], library: Library, published: Path
+    server: tuple[str, int], library: Library, plant_floor_bundle: Path
 ) -> None:
     files = library.bundle.manifest.signed.files
     for name, entry in files.items():
@@ -149,7 +139,7 @@ def test_bundle_files_by_hash_with_etags(
         again, _, _ = request(server, f"/bundle/{name}", {"If-None-Match": headers["etag"]})
         assert again == 304
     status, headers, body = request(server, "/bundle/manifest.json")
-    assert status == 200 and body == (published / "manifest.json").read_bytes()
+    assert status == 200 and body == (plant_floor_bundle / "manifest.json").read_bytes()
 
 
 def test_site_files_and_folders(server: tuple[str, int]) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, MakeLibrary, run_cli
+from conftest import KEY, ROOT, MakeLibrary, run_cli
 
 from handbook import Library
-from handbook.signing import load_private_key
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 EXAMPLE = ROOT / "examples" / "fleet-procedures" / "mkdocs.yml"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, MakeLibrary
+from conftest import KEY, PUBLIC, ROOT, MakeLibrary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lunr.index import Index
@@ -44,8 +44,6 @@ from handbook_build import load_config
 from handbook_build.pipeline import build
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 EPOCH = "1767225600"
 
 EXAMPLE_IDS = [

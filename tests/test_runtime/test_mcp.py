@@ -12,12 +12,11 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, live, request
+from conftest import KEY, PUBLIC, ROOT, live, request
 
 from handbook import Library
 from handbook.http import create_app
 from handbook.mcp import http_app
-from handbook.signing import load_private_key, public_key_of
 from handbook.tools import TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -25,22 +24,13 @@ from handbook_build.pipeline import build
 mcp = pytest.importorskip("mcp")
 from mcp import Client, MCPError, StdioServerParameters  # noqa: E402
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 MODES = ["auto", "legacy"]
 TOKEN = "mcp-token"
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("mcp") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return out
-
-
-@pytest.fixture(scope="module")
-def library(published: Path) -> Library:
-    return Library.open(published, [PUBLIC])
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, [PUBLIC])
 
 
 async def exercise(client: Client, library: Library) -> None:
@@ -105,10 +95,10 @@ async def exercise(client: Client, library: Library) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_stdio(published: Path, library: Library, mode: str) -> None:
+def test_stdio(plant_floor_bundle: Path, library: Library, mode: str) -> None:
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
-        args=["mcp", "--bundle", str(published), "--key", PUBLIC],
+        args=["mcp", "--bundle", str(plant_floor_bundle), "--key", PUBLIC],
     )
 
     async def main() -> None:
@@ -118,10 +108,10 @@ def test_stdio(published: Path, library: Library, mode: str) -> None:
     anyio.run(main)
 
 
-def test_stdio_refuses_an_untrusted_bundle(published: Path) -> None:
+def test_stdio_refuses_an_untrusted_bundle(plant_floor_bundle: Path) -> None:
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
-        args=["mcp", "--bundle", str(published)],
+        args=["mcp", "--bundle", str(plant_floor_bundle)],
     )
 
     async def main() -> None:
@@ -222,13 +212,13 @@ def test_token_guards_mcp(library: Library) -> None:
         assert request(address, "/api/v1/status")[0] == 401
 
 
-def test_stdio_serves_several_libraries(published: Path, tmp_path: Path) -> None:
+def test_stdio_serves_several_libraries(plant_floor_bundle: Path, tmp_path: Path) -> None:
     """`handbook mcp --bundle A --bundle B`: one server, both libraries, qualified refs."""
     skills = tmp_path / "skills"
     build(load_config(ROOT / "examples" / "skills" / "mkdocs.yml"), skills, KEY)
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
-        args=["mcp", "--bundle", str(published), "--bundle", str(skills), "--key", PUBLIC],
+        args=["mcp", "--bundle", str(plant_floor_bundle), "--bundle", str(skills), "--key", PUBLIC],
     )
 
     async def main() -> tuple[set[str], dict[str, Any], str]:

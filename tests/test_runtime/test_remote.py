@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import ROOT, loopback_server
+from conftest import KEY, PUBLIC, ROOT, loopback_server
 
 from handbook import (
     DownloadError,
@@ -29,12 +29,10 @@ from handbook import (
     RollbackError,
     SignatureError,
 )
-from handbook.signing import generate_private_key, load_private_key, public_key_of
+from handbook.signing import generate_private_key, load_private_key
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 OTHER_PEM, OTHER_PUBLIC = generate_private_key()
 OTHER_KEY = load_private_key(OTHER_PEM)
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"

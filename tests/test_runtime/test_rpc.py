@@ -7,25 +7,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
 
 from handbook import Library
 from handbook.rpc import DEFAULT_TOPICS, register_tools
-from handbook.signing import load_private_key
-from handbook_build import load_config
-from handbook_build.pipeline import build
-
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Library:
-    out = tmp_path_factory.mktemp("rpc") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return Library.open(out, allow_unsigned=True)
+def library(plant_floor_bundle: Path) -> Library:
+    return Library.open(plant_floor_bundle, allow_unsigned=True)
 
 
 class SyncRegistry:

@@ -18,14 +18,10 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, get_json, loopback_server, request
+from conftest import KEY, PUBLIC, ROOT, get_json, loopback_server, request
 
-from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
-
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 
 
 @pytest.fixture(scope="module")

@@ -10,23 +10,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from conftest import ROOT, run_cli
+from conftest import run_cli
 
-from handbook.signing import load_private_key
 from handbook.tool_formats import FORMATS, convert
 from handbook.tools import TOOLS
-from handbook_build import load_config
-from handbook_build.pipeline import build
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
 NAMES = [tool.name for tool in TOOLS]
-
-
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tools") / "bundle"
-    build(load_config(ROOT / "examples" / "plant-floor" / "mkdocs.yml"), out, KEY)
-    return out
 
 
 def printed(bundle: Path, fmt: str) -> str:
@@ -45,9 +34,9 @@ def strict_ok(schema: dict[str, Any]) -> None:
             strict_ok(prop)
 
 
-def test_mcp_is_tools_json(bundle: Path) -> None:
-    tools = json.loads(printed(bundle, "mcp"))["tools"]
-    assert tools == json.loads((bundle / "tools.json").read_text())["tools"]
+def test_mcp_is_tools_json(plant_floor_bundle: Path) -> None:
+    tools = json.loads(printed(plant_floor_bundle, "mcp"))["tools"]
+    assert tools == json.loads((plant_floor_bundle / "tools.json").read_text())["tools"]
     assert [t["name"] for t in tools] == NAMES
     for tool in tools:
         jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
@@ -55,31 +44,33 @@ def test_mcp_is_tools_json(bundle: Path) -> None:
         assert tool["annotations"]["readOnlyHint"] is True
 
 
-def test_openai_function_tools_are_strict(bundle: Path) -> None:
-    tools = json.loads(printed(bundle, "openai"))
+def test_openai_function_tools_are_strict(plant_floor_bundle: Path) -> None:
+    tools = json.loads(printed(plant_floor_bundle, "openai"))
     assert [t["function"]["name"] for t in tools] == NAMES
     for tool in tools:
         assert tool["type"] == "function" and tool["function"]["strict"] is True
         strict_ok(tool["function"]["parameters"])
 
 
-def test_anthropic_tools(bundle: Path) -> None:
-    tools = json.loads(printed(bundle, "anthropic"))
+def test_anthropic_tools(plant_floor_bundle: Path) -> None:
+    tools = json.loads(printed(plant_floor_bundle, "anthropic"))
     assert [t["name"] for t in tools] == NAMES
     for tool in tools:
         assert set(tool) == {"name", "description", "input_schema"}
         jsonschema.Draft202012Validator.check_schema(tool["input_schema"])
 
 
-def test_yaml_is_the_mcp_shape(bundle: Path) -> None:
-    assert yaml.safe_load(printed(bundle, "yaml")) == json.loads(printed(bundle, "mcp"))
+def test_yaml_is_the_mcp_shape(plant_floor_bundle: Path) -> None:
+    assert yaml.safe_load(printed(plant_floor_bundle, "yaml")) == json.loads(
+        printed(plant_floor_bundle, "mcp")
+    )
 
 
-def test_inputs_validate_against_the_schemas(bundle: Path) -> None:
+def test_inputs_validate_against_the_schemas(plant_floor_bundle: Path) -> None:
     """What an agent sends in strict mode passes; what it must not send fails."""
     tools = {
         t["name"]: t["inputSchema"]
-        for t in json.loads((bundle / "tools.json").read_text())["tools"]
+        for t in json.loads((plant_floor_bundle / "tools.json").read_text())["tools"]
     }
     good = {
         "doc_id": "device.acme.ac200",

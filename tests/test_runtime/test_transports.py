@@ -18,14 +18,13 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ROOT, get_json, live, run_cli
+from conftest import KEY, PUBLIC, ROOT, get_json, live, run_cli
 
 from handbook import Library, RemoteLibrary, Shelf
 from handbook.dispatch import call
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.rpc import register_tools
-from handbook.signing import load_private_key, public_key_of
 from handbook.tools import BY_NAME, TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -33,8 +32,6 @@ from handbook_build.pipeline import build
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 
-KEY = load_private_key((ROOT / "tests" / "vectors" / "test-key.pem").read_bytes())
-PUBLIC = str(public_key_of(KEY))
 AC200 = "plant-floor:device.acme.ac200"
 
 CALLS: dict[str, dict[str, Any]] = {
