@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from pathlib import Path
 
 import click
 
@@ -23,9 +22,9 @@ from .cli_queries import (
     bundle_options,
     key_options,
     open_served,
-    open_sources,
     tool_command,
 )
+from .cli_serve import serve, token
 from .errors import BundleError, KeyFormatError
 from .tools import TOOLS
 
@@ -142,89 +141,6 @@ def tools(
 
 
 @main.command()
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to bind; loopback unless you mean otherwise.",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=8000,
-    show_default=True,
-    help="Port (0: any free one).",
-)
-@click.option(
-    "--site",
-    "site_dir",
-    type=click.Path(file_okay=False),
-    default="build/site",
-    show_default=True,
-    help="The built site to serve beside the API (skipped when missing).",
-)
-@click.option(
-    "--token",
-    envvar="HANDBOOK_TOKEN",
-    help="Require `Authorization: Bearer TOKEN` on the API and MCP (or $HANDBOOK_TOKEN).",
-)
-@click.option(
-    "--reload-interval",
-    type=click.FloatRange(0.1),
-    default=2.0,
-    show_default=True,
-    help="Seconds between checks for a newly published bundle (a remote one: 60 at least).",
-)
-@click.option(
-    "--allow-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="HOST",
-    help="Another host name clients use to reach the server (MCP checks Host and Origin against these and loopback).",
-)
-@bundle_options
-def serve(
-    host: str,
-    port: int,
-    site_dir: str,
-    token: str | None,
-    reload_interval: float,
-    allowed_hosts: tuple[str, ...],
-    bundle_paths: tuple[str, ...],
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
-) -> None:
-    """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
-
-    Several --bundle options serve several libraries at once (refs are qualified as
-    library:id; each bundle is under /bundle/<library>/; the site is the first one's).
-    A newly published bundle is verified and swapped in without dropping requests; one
-    that fails verification is refused and the old one keeps serving. Ctrl-C stops."""
-    from .server import serve as run
-
-    served, watched = open_sources(bundle_paths, keys, allow_unsigned)
-    site = Path(site_dir) if Path(site_dir).is_dir() else None
-    if site is None:
-        click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
-    if host not in ("127.0.0.1", "::1", "localhost") and not token:
-        click.echo(
-            f"warning: listening on {host} without --token: anyone who can reach it can read the library",
-            err=True,
-        )
-    run(
-        served,
-        watched,
-        host=host,
-        port=port,
-        site=site,
-        token=token,
-        reload_interval=reload_interval,
-        allowed_hosts=allowed_hosts,
-        announce=lambda line: click.echo(line, err=True),
-    )
-
-
-@main.command()
 @bundle_options
 def mcp(bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bool) -> None:
     """Serve the libraries over MCP on stdin/stdout, for agent hosts that start it.
@@ -234,3 +150,7 @@ def mcp(bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bo
     from .mcp import run_stdio
 
     run_stdio(open_served(bundle_paths, keys, allow_unsigned))
+
+
+main.add_command(serve)
+main.add_command(token)

@@ -16,15 +16,14 @@ Routes (an ASGI app, Starlette; uvicorn runs it):
   ``/bundle/<library>/``; ``/bundle/<file>`` is the first library's.
 - anything else: the static site, from a map of its files made once at start.
 
-No filesystem path is ever built from request data. With a token, the API and MCP need
-``Authorization: Bearer <token>``; the site and the bundles (public, verifiable by
-anyone) do not.
+No filesystem path is ever built from request data. Every request passes the `Gate`
+first (`handbook.gate`): its Host and Origin must be the server's own, protected paths
+need a known bearer token, and each client's request rate is capped.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import mimetypes
 from collections.abc import Callable, Mapping
@@ -35,13 +34,15 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from .bundle import Bundle
 from .dispatch import call, failure, from_text
 from .errors import BundleError
+from .gate import Gate, host_names
 from .layout import MANIFEST, is_content
 from .openapi import API, openapi
+from .principals import Principals
 from .served import Served
 from .site import SiteFiles
 from .tools import BY_NAME, BY_VERB, TOOLS
@@ -59,14 +60,23 @@ def create_app(
     *,
     site: Path | None = None,
     token: str | None = None,
+    principals: Principals | None = None,
     mcp: tuple[ASGIApp, Callable[[], Any]] | None = None,
-) -> Starlette:
-    """The app for `served` (a `Library`, a `Shelf`, a `RemoteLibrary`, …). `mcp` is (the
-    ASGI app to mount at /mcp, its lifespan context factory)."""
+    hosts: frozenset[str] | None = None,
+    protect_site: bool = False,
+    rate: float = 0.0,
+    burst: int = 0,
+) -> ASGIApp:
+    """The app for `served` (a `Library`, a `Shelf`, a `RemoteLibrary`, …), behind the
+    `Gate`: requests must name one of `hosts` (loopback by default); with `principals`
+    (or one `token`) the API, MCP and the bundles — and the site with `protect_site` —
+    need a known bearer token; `rate` and `burst` cap each client's requests. `mcp` is
+    (the ASGI app to mount at /mcp, its lifespan context factory)."""
     files = SiteFiles(site)
 
     async def index(request: Request) -> Response:
-        return _json(api_index(served))
+        principal = getattr(request.state, "principal", None)
+        return _json({**api_index(served), "principal": principal})
 
     async def api(request: Request) -> Response:
         name = request.path_params["name"]
@@ -137,9 +147,17 @@ def create_app(
 
     routes.append(Route("/{path:path}", site_file, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, lifespan=lifespan)
-    if token:
-        return _BearerToken(app, token, protected=(API, "/mcp"))  # type: ignore[return-value]
-    return app
+    if token and principals is None:
+        principals = Principals.single(token)
+    protected = (API, "/mcp", "/bundle") + (("/",) if protect_site else ())
+    return Gate(
+        app,
+        hosts=hosts if hosts is not None else host_names("127.0.0.1"),
+        principals=principals or None,
+        protected=protected,
+        rate=rate,
+        burst=burst,
+    )
 
 
 def api_index(served: Served) -> dict[str, Any]:
@@ -213,30 +231,6 @@ def _bundle_file(request: Request, bundles: Mapping[str, Bundle], name: str) -> 
 
 def _listed(bundle: Bundle, path: str) -> bool:
     return path == MANIFEST or path in bundle.manifest.signed.files
-
-
-class _BearerToken:
-    """Requires `Authorization: Bearer <token>` on the protected path prefixes."""
-
-    def __init__(self, app: ASGIApp, token: str, protected: tuple[str, ...]) -> None:
-        self.app, self.token, self.protected = app, token.encode(), protected
-
-    def __getattr__(self, name: str) -> Any:  # the wrapped app's router, state, …
-        return getattr(self.app, name)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(self.protected):
-            given = dict(scope.get("headers", [])).get(b"authorization", b"")
-            scheme, _, value = given.partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(), self.token):
-                response = JSONResponse(
-                    failure("unauthorized", "send Authorization: Bearer <token>"),
-                    401,
-                    headers={"WWW-Authenticate": 'Bearer realm="handbook"'},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def status_of(answer: Mapping[str, Any]) -> int:

@@ -7,12 +7,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .connections import Limits, guarded_protocol, raise_file_limit
+from .gate import DEFAULT_BURST, DEFAULT_RATE, host_names
 from .http import create_app
 from .library import Library
 from .openapi import API
+from .principals import Principals
 from .reloader import Reloader, is_url
 from .served import Served
 
+DEFAULT_LIMITS = Limits()
+BACKLOG = 128
+"""Connections the kernel queues, and the most the server accepts in one go."""
+RESERVED_FILES = 100
+"""Open files kept for the bundles, the site and the process itself."""
 REMOTE_POLL_SECONDS = 60.0
 """A remote bundle is polled this often at most (each poll downloads its manifest)."""
 
@@ -24,21 +32,41 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     site: Path | None = None,
-    token: str | None = None,
+    principals: Principals | None = None,
+    protect_site: bool = False,
     reload_interval: float = 2.0,
     allowed_hosts: Sequence[str] = (),
+    rate: float = DEFAULT_RATE,
+    burst: int = DEFAULT_BURST,
+    limits: Limits = DEFAULT_LIMITS,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve until interrupted (Ctrl-C ends it quietly). `watched` maps each bundle's
     path or URL to its library, reloaded when a new bundle is published there. The
-    socket is bound first, so the announced address is the real one even with port 0."""
+    socket is bound first, so the announced address is the real one even with port 0.
+    Who may ask is `principals` (and the host names); `rate`, `burst` and `limits` keep
+    one client from starving the others (`handbook.gate`, `handbook.connections`)."""
     import socket
 
     import uvicorn
 
     from .mcp import http_app
 
-    app = create_app(served, site=site, token=token, mcp=http_app(served, host, allowed_hosts))
+    files = raise_file_limit()
+    if files > 0:  # the cap, not the system, must decide: room for the bundles, and for
+        # a batch of accepts (up to BACKLOG at once) made before the oldest are closed
+        room = max(files - RESERVED_FILES - 2 * BACKLOG, 16)
+        limits = limits._replace(max_connections=min(limits.max_connections, room))
+    app = create_app(
+        served,
+        site=site,
+        principals=principals,
+        mcp=http_app(served, host, allowed_hosts),
+        hosts=host_names(host, allowed_hosts),
+        protect_site=protect_site,
+        rate=rate,
+        burst=burst,
+    )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -58,9 +86,16 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     announce(
         f"serving {describe(served)} at http://{shown}:{bound}/  API {API}/  MCP /mcp"
-        + ("  (bearer token required)" if token else "")
+        + (
+            f"  (bearer tokens of {len(principals.names)} principal(s) required)"
+            if principals
+            else ""
+        )
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", http=guarded_protocol(limits), backlog=BACKLOG
+    )
+    server = uvicorn.Server(config)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
             server.run(sockets=[sock])

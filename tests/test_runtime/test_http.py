@@ -203,7 +203,7 @@ def test_concurrent_requests(server: tuple[str, int]) -> None:
 # -- token ---------------------------------------------------------------------------------
 
 
-def test_token_guards_api_not_site_or_bundle(library: Library, site: Path) -> None:
+def test_token_guards_api_mcp_and_bundles_not_the_site(library: Library, site: Path) -> None:
     with live(create_app(library, site=site, token=TOKEN)) as address:
         assert request(address, "/api/v1/status")[0] == 401
         status, headers, _ = request(address, "/api/v1/status", {"Authorization": "Bearer wrong"})
@@ -212,7 +212,12 @@ def test_token_guards_api_not_site_or_bundle(library: Library, site: Path) -> No
         assert request(address, "/api/v1/status", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
         assert request(address, "/mcp", {"Authorization": "Bearer wrong"})[0] == 401
         assert request(address, "/")[0] == 200
-        assert request(address, "/bundle/catalog.json")[0] == 200
+        assert request(address, "/bundle/catalog.json")[0] == 401
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        assert request(address, "/bundle/catalog.json", bearer)[0] == 200
+    with live(create_app(library, site=site, token=TOKEN, protect_site=True)) as address:
+        assert request(address, "/")[0] == 401
+        assert request(address, "/", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
 
 
 # -- reload --------------------------------------------------------------------------------

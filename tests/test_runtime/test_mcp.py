@@ -15,6 +15,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, live, request
 
 from handbook import Library
+from handbook.gate import host_names
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.tools import TOOLS
@@ -185,7 +186,9 @@ def test_origin_and_host_are_checked(server: tuple[str, int]) -> None:
 
 
 def test_allowed_hosts_extend_the_checks(library: Library) -> None:
-    with live(create_app(library, mcp=http_app(library, allowed_hosts=["kb.internal"]))) as address:
+    hosts = host_names("127.0.0.1", ["kb.internal"])
+    app = create_app(library, mcp=http_app(library, allowed_hosts=["kb.internal"]), hosts=hosts)
+    with live(app) as address:
         assert post(address, {"Host": "kb.internal", "Origin": "https://kb.internal"}) == 200
         assert post(address, {"Host": "other.internal"}) == 421
 

@@ -1,0 +1,202 @@
+"""`handbook serve`, and `handbook token` for the principals it lets in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from .cli_queries import bundle_options, open_sources
+from .connections import Limits
+from .errors import HandbookError
+from .gate import DEFAULT_BURST, DEFAULT_RATE
+from .principals import TOKENS_FILE_ENV, Principals, add_token
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@click.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; loopback unless you mean otherwise.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port (0: any free one).",
+)
+@click.option(
+    "--site",
+    "site_dir",
+    type=click.Path(file_okay=False),
+    default="build/site",
+    show_default=True,
+    help="The built site to serve beside the API (skipped when missing).",
+)
+@click.option(
+    "--token",
+    envvar="HANDBOOK_TOKEN",
+    help="One bearer token required on the API, MCP and bundles (or $HANDBOOK_TOKEN).",
+)
+@click.option(
+    "--tokens",
+    "tokens_file",
+    envvar=TOKENS_FILE_ENV,
+    type=click.Path(dir_okay=False),
+    help=f"A tokens file: one principal per line with its token's digest (or ${TOKENS_FILE_ENV}); "
+    "see `handbook token add`.",
+)
+@click.option("--protect-site", is_flag=True, help="Require a token for the site too.")
+@click.option(
+    "--reload-interval",
+    type=click.FloatRange(0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between checks for a newly published bundle (a remote one: 60 at least).",
+)
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Another host name clients use to reach the server; requests naming any other "
+    "host than these and loopback are refused.",
+)
+@click.option(
+    "--rate-limit",
+    "rate",
+    type=click.FloatRange(0),
+    default=DEFAULT_RATE,
+    show_default=True,
+    help="Requests a second each client may make on average (0: no limit).",
+)
+@click.option(
+    "--burst",
+    type=click.IntRange(1),
+    default=DEFAULT_BURST,
+    show_default=True,
+    help="Requests a client may make at once before the rate applies.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=Limits().max_connections,
+    show_default=True,
+    help="Open connections at most; the oldest idle one is closed to make room.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(0.1),
+    default=Limits().header_seconds,
+    show_default=True,
+    help="Seconds a client has to send a request's headers.",
+)
+@bundle_options
+def serve(
+    host: str,
+    port: int,
+    site_dir: str,
+    token: str | None,
+    tokens_file: str | None,
+    protect_site: bool,
+    reload_interval: float,
+    allowed_hosts: tuple[str, ...],
+    rate: float,
+    burst: int,
+    max_connections: int,
+    header_timeout: float,
+    bundle_paths: tuple[str, ...],
+    keys: tuple[str, ...],
+    allow_unsigned: bool,
+) -> None:
+    """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
+
+    Several --bundle options serve several libraries at once (refs are qualified as
+    library:id; each bundle is under /bundle/<library>/; the site is the first one's).
+    A newly published bundle is verified and swapped in without dropping requests; one
+    that fails verification is refused and the old one keeps serving. Only requests
+    naming this server's host are answered, each client's rate is capped, and with
+    --token or --tokens the API, MCP and bundles need a known bearer token. Ctrl-C stops."""
+    from .server import serve as run
+
+    principals = _principals(token, tokens_file)
+    served, watched = open_sources(bundle_paths, keys, allow_unsigned)
+    site = Path(site_dir) if Path(site_dir).is_dir() else None
+    if site is None:
+        click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
+    if protect_site and principals is None:
+        raise click.UsageError("--protect-site needs --token or --tokens")
+    if host not in LOOPBACK and principals is None:
+        click.echo(
+            f"warning: listening on {host} without tokens: anyone who can reach it can "
+            "read the library",
+            err=True,
+        )
+    run(
+        served,
+        watched,
+        host=host,
+        port=port,
+        site=site,
+        principals=principals,
+        protect_site=protect_site,
+        reload_interval=reload_interval,
+        allowed_hosts=allowed_hosts,
+        rate=rate,
+        burst=burst,
+        limits=Limits(max_connections, header_timeout),
+        announce=lambda line: click.echo(line, err=True),
+    )
+
+
+def _principals(token: str | None, tokens_file: str | None) -> Principals | None:
+    if token and tokens_file:
+        raise click.UsageError("give --token or --tokens, not both")
+    if token:
+        return Principals.single(token)
+    if tokens_file:
+        try:
+            loaded = Principals.load(tokens_file)
+        except HandbookError as exc:
+            raise click.UsageError(str(exc)) from None
+        if not loaded:
+            raise click.UsageError(
+                f"{tokens_file}: no principal; add one with `handbook token add NAME`"
+            )
+        return loaded
+    return None
+
+
+@click.group()
+def token() -> None:
+    """Manage the principals `handbook serve --tokens FILE` lets in."""
+
+
+@token.command(name="add")
+@click.argument("name")
+@click.option(
+    "--tokens",
+    "tokens_file",
+    envvar=TOKENS_FILE_ENV,
+    required=True,
+    type=click.Path(dir_okay=False),
+    help=f"The tokens file (or ${TOKENS_FILE_ENV}).",
+)
+def add(name: str, tokens_file: str) -> None:
+    """Make a new random token for principal NAME, store its digest in the tokens file,
+    and print the token — the only time it is shown."""
+    try:
+        made = add_token(tokens_file, name)
+    except (HandbookError, OSError) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(made)
+    click.echo(
+        f"added {name} to {os.fspath(tokens_file)}; give the token above to {name} now: "
+        "it is stored nowhere",
+        err=True,
+    )
