@@ -19,9 +19,9 @@ import click
 from . import __version__
 from .cli_queries import (
     DEFAULT_BUNDLE,
+    Sources,
     bundle_options,
     key_options,
-    open_served,
     tool_command,
 )
 from .cli_serve import serve, token
@@ -125,15 +125,13 @@ def verify(
     "anthropic: Messages API tools; yaml: the MCP shape as YAML.",
 )
 @bundle_options
-def tools(
-    fmt: str, bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bool
-) -> None:
+def tools(fmt: str, sources: Sources) -> None:
     """Print the agent tool definitions for the libraries, in the shape each ecosystem
     expects (the same definitions MCP and HTTP serve)."""
     from .tool_formats import convert
     from .tools import definitions
 
-    served = open_served(bundle_paths, keys, allow_unsigned)
+    served = sources.served()
     out = convert(definitions(served.tool_context()), fmt)
     click.echo(
         out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False)
@@ -142,14 +140,14 @@ def tools(
 
 @main.command()
 @bundle_options
-def mcp(bundle_paths: tuple[str, ...], keys: tuple[str, ...], allow_unsigned: bool) -> None:
+def mcp(sources: Sources) -> None:
     """Serve the libraries over MCP on stdin/stdout, for agent hosts that start it.
 
     Every tool of `handbook tools`, and each doc as a resource handbook://<library>/<id>.
     Messages about the bundle go to stderr; stdout is the protocol stream."""
     from .mcp import run_stdio
 
-    run_stdio(open_served(bundle_paths, keys, allow_unsigned))
+    run_stdio(sources.served())
 
 
 main.add_command(serve)

@@ -9,10 +9,12 @@ command per tool, its parameters as arguments and options, answered through
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -59,8 +61,57 @@ SOURCE_OPTIONS = [
         },
     ),
     *KEY_OPTIONS,
+    (
+        ["--allow-http"],
+        {
+            "is_flag": True,
+            "help": "Fetch a bundle URL over plain http from a host that is not loopback.",
+        },
+    ),
 ]
 """Where the knowledge comes from and whom to trust, for every command that reads it."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The bundles a command reads and how it trusts them: its --bundle, --key,
+    --allow-unsigned and --allow-http, as one value."""
+
+    paths: tuple[str, ...]
+    keys: tuple[str, ...] = ()
+    allow_unsigned: bool = False
+    allow_http: bool = False
+
+    def served(self) -> Served:
+        """The library at each path (a `Shelf` when there are several)."""
+        return self.open()[0]
+
+    def open(self) -> tuple[Served, dict[str, Library]]:
+        """(what to serve, each library by its path), or exit: 2 for a malformed key, 1
+        naming the cause for a refused bundle."""
+        from .library import Library
+        from .shelf import Shelf
+
+        libraries: dict[str, Library] = {}
+        for path in self.paths or (DEFAULT_BUNDLE,):
+            try:
+                libraries[path] = Library.open(
+                    path, self.keys, allow_unsigned=self.allow_unsigned, allow_http=self.allow_http
+                )
+            except KeyFormatError as exc:
+                raise click.UsageError(f"--key: {exc}") from None
+            except BundleError as exc:
+                click.echo(
+                    f"refused: {path}: {exc}" if len(self.paths) > 1 else f"refused: {exc}",
+                    err=True,
+                )
+                sys.exit(1)
+        if len(libraries) == 1:
+            return next(iter(libraries.values())), dict(libraries)
+        try:
+            return Shelf(libraries.values()), dict(libraries)
+        except ValueError as exc:
+            raise click.UsageError(f"--bundle: {exc}") from None
 
 
 def _options(specs: list[tuple[list[str], dict[str, Any]]]) -> Callable[[F], F]:
@@ -73,36 +124,25 @@ def _options(specs: list[tuple[list[str], dict[str, Any]]]) -> Callable[[F], F]:
 
 
 key_options = _options(KEY_OPTIONS)
-bundle_options = _options(SOURCE_OPTIONS)
 
 
-def open_served(paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool) -> Served:
-    """The library at each path (a `Shelf` when there are several), or exit: 2 for a
-    malformed key, 1 naming the cause for a refused bundle."""
-    return open_sources(paths, keys, allow_unsigned)[0]
+def bundle_options(command: F) -> F:
+    """The source options, handed to `command` as one `sources: Sources` argument."""
 
+    @functools.wraps(command)
+    def with_sources(
+        *args: Any,
+        bundle_paths: tuple[str, ...],
+        keys: tuple[str, ...],
+        allow_unsigned: bool,
+        allow_http: bool,
+        **kwargs: Any,
+    ) -> Any:
+        return command(
+            *args, sources=Sources(bundle_paths, keys, allow_unsigned, allow_http), **kwargs
+        )
 
-def open_sources(
-    paths: Sequence[str], keys: Sequence[str], allow_unsigned: bool
-) -> tuple[Served, dict[str, Library]]:
-    from .library import Library
-    from .shelf import Shelf
-
-    libraries: dict[str, Library] = {}
-    for path in paths or [DEFAULT_BUNDLE]:
-        try:
-            libraries[path] = Library.open(path, keys, allow_unsigned=allow_unsigned)
-        except KeyFormatError as exc:
-            raise click.UsageError(f"--key: {exc}") from None
-        except BundleError as exc:
-            click.echo(f"refused: {path}: {exc}" if len(paths) > 1 else f"refused: {exc}", err=True)
-            sys.exit(1)
-    if len(libraries) == 1:
-        return next(iter(libraries.values())), dict(libraries)
-    try:
-        return Shelf(libraries.values()), dict(libraries)
-    except ValueError as exc:
-        raise click.UsageError(f"--bundle: {exc}") from None
+    return _options(SOURCE_OPTIONS)(with_sources)  # type: ignore[return-value]
 
 
 # -- the query commands, from the tool table -------------------------------------------------
@@ -157,20 +197,15 @@ def tool_command(tool: Tool) -> click.Command:
         params.append(FILTER_OPTION)
     params += EXTRA_OPTIONS.get(tool.verb, [])
 
-    def run(
-        bundle_paths: tuple[str, ...],
-        keys: tuple[str, ...],
-        allow_unsigned: bool,
-        as_json: bool,
-        **given: Any,
-    ) -> None:
+    @bundle_options
+    def run(sources: Sources, as_json: bool, **given: Any) -> None:
         options = {
             name: given.pop(name)
             for name in [o.name for o in EXTRA_OPTIONS.get(tool.verb, [])]
             if name
         }
         arguments = _arguments(tool, given)
-        answer = call(open_served(bundle_paths, keys, allow_unsigned), tool.name, arguments)
+        answer = call(sources.served(), tool.name, arguments)
         if as_json:
             click.echo(json.dumps(answer, indent=2, ensure_ascii=False))
         else:

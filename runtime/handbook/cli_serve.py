@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .cli_queries import bundle_options, open_sources
+from .cli_queries import Sources, bundle_options
 from .connections import Limits
 from .errors import HandbookError
 from .gate import DEFAULT_BURST, DEFAULT_RATE
@@ -110,9 +110,7 @@ def serve(
     burst: int,
     max_connections: int,
     header_timeout: float,
-    bundle_paths: tuple[str, ...],
-    keys: tuple[str, ...],
-    allow_unsigned: bool,
+    sources: Sources,
 ) -> None:
     """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
 
@@ -125,7 +123,7 @@ def serve(
     from .server import serve as run
 
     principals = _principals(token, tokens_file)
-    served, watched = open_sources(bundle_paths, keys, allow_unsigned)
+    served, watched = sources.open()
     site = Path(site_dir) if Path(site_dir).is_dir() else None
     if site is None:
         click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)

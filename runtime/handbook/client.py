@@ -28,6 +28,7 @@ from .answers import (
 from .bundle import Bundle
 from .tool_model import ToolContext
 from .tools import BY_NAME
+from .web import opener, url_problem
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -37,11 +38,20 @@ class RemoteLibrary:
     """A client of `handbook serve`'s JSON API at `url` (the server's root)."""
 
     def __init__(
-        self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT
+        self,
+        url: str,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        allow_http: bool = False,
     ) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"{url!r} is not an http(s) URL of a `handbook serve`")
+        """`url` is https, or plain http on loopback (elsewhere only with `allow_http`:
+        the token and every question would cross the network in the clear)."""
+        problem = url_problem(url, allow_http)
+        if problem is not None:
+            raise ValueError(f"{url!r}: {problem}")
         self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
+        self._opener = opener(allow_http)
         self._context: ToolContext | None = None
 
     def tool_context(self) -> ToolContext:
@@ -181,7 +191,7 @@ class RemoteLibrary:
         )
         try:
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                with self._opener.open(request, timeout=self.timeout) as response:
                     raw = response.read(MAX_ANSWER_BYTES + 1)
             except urllib.error.HTTPError as exc:  # 400 and 404 carry the handler's dict too
                 with exc:

@@ -123,6 +123,7 @@ class Library(SnapshotTools):
         cache_dir: str | os.PathLike[str] | None = None,
         state_dir: str | os.PathLike[str] | None = None,
         timeout: float | None = None,
+        allow_http: bool = False,
         trust: TrustPolicy | None = None,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
@@ -133,7 +134,8 @@ class Library(SnapshotTools):
         For a URL (see `handbook.remote`): `expect_library` pins the library name the
         signature must cover, `allow_rollback` accepts a version below the highest already
         accepted, `cache_dir` and `state_dir` place the download cache and the version
-        high-water file, and `timeout` bounds each whole download (seconds)."""
+        high-water file, `timeout` bounds each whole download (seconds), and `allow_http`
+        permits plain http to a host that is not loopback (`handbook.web`)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,
@@ -141,11 +143,12 @@ class Library(SnapshotTools):
             expect_library=expect_library,
             allow_rollback=allow_rollback,
             state_dir=state_dir,
+            allow_http=allow_http,
         )
 
         def opener(hash_all: bool = True) -> Bundle:
             location: str | os.PathLike[str] = path
-            if isinstance(path, str) and path.startswith(("http://", "https://")):
+            if isinstance(path, str) and "://" in path:  # a URL: remote.fetch judges its scheme
                 from . import remote  # urllib is not needed, nor imported, for local bundles
 
                 wait = timeout if timeout is not None else remote.DEFAULT_TIMEOUT

@@ -47,6 +47,7 @@ from .layout import MANIFEST
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
 from .signing import PublicKey
 from .trust import TrustPolicy
+from .web import opener, url_problem
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds for a whole fetch; a slow-retrieval attack is cut off here."""
@@ -83,24 +84,30 @@ def fetch(
     """Download and check the bundle at `url` under `trust`; the local folder to open.
     Raises a `BundleError` subclass naming the cause."""
     base = url.rstrip("/") + "/"
+    problem = url_problem(base, trust.allow_http)
+    if problem is not None:
+        raise DownloadError(f"{url}: {problem}")
+    fetcher = opener(trust.allow_http, trust.redirect_hosts)
     deadline = time.monotonic() + timeout
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     marks = HighWater(trust.state_dir or default_state_dir())
 
-    raw = _download(base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST)
+    raw = _download(fetcher, base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST)
     manifest = Manifest.from_bytes(raw)
     signed = manifest.signed
-    trust.check(manifest, url)
+    signed_by = trust.check(manifest, url)
     check_expiry(manifest)
     digest = hashlib.sha256(raw).hexdigest()
-    if not trust.allow_rollback:
+    # Only a verified signature moves or consults the version mark: an unsigned bundle
+    # accepted under allow_unsigned says nothing about what the signers published.
+    if signed_by and not trust.allow_rollback:
         marks.check(signed.library, trust.keys, signed.version, digest)
 
     objects = cache / "objects"
     objects.mkdir(parents=True, exist_ok=True)
     for name, entry in sorted(signed.files.items()):
         if not _cached(objects, entry):
-            data = _download(base + urllib.parse.quote(name), entry.bytes, deadline, name)
+            data = _download(fetcher, base + urllib.parse.quote(name), entry.bytes, deadline, name)
             _check(name, data, entry)
             _store(objects, entry.sha256, data)
     folder = cache / "bundles" / digest
@@ -111,7 +118,8 @@ def fetch(
     except (BundleError, OSError):
         _assemble(folder, objects, raw, signed.files)
         open_bundle(folder, trust=trust, hash_all=True)  # as any local bundle
-    marks.accept(signed.library, trust.keys, signed.version, digest, url)
+    if signed_by:
+        marks.accept(signed.library, trust.keys, signed.version, digest, url)
     return folder
 
 
@@ -184,7 +192,9 @@ def _version_key(version: str) -> tuple[Any, ...]:
     return (*numbers, 0 if pre else 1, extra)
 
 
-def _download(url: str, limit: int, deadline: float, name: str) -> bytes:
+def _download(
+    fetcher: urllib.request.OpenerDirector, url: str, limit: int, deadline: float, name: str
+) -> bytes:
     """At most `limit` bytes of `url`: one byte more and the transfer is abandoned, as is
     one that is not finished by `deadline` or stalls."""
     remaining = deadline - time.monotonic()
@@ -194,7 +204,7 @@ def _download(url: str, limit: int, deadline: float, name: str) -> bytes:
         url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "identity"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=min(remaining, STALL_SECONDS)) as response:
+        with fetcher.open(request, timeout=min(remaining, STALL_SECONDS)) as response:
             declared = response.headers.get("Content-Length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
                 raise DownloadError(

@@ -3,8 +3,9 @@ bundle folder and to a bundle fetched from a URL.
 
 It holds the trusted keys (given, plus $HANDBOOK_TRUSTED_KEYS), how many distinct
 signatures are required, whether an unsigned bundle is acceptable, which library the
-signature must name, and the update-safety settings of remote opening: where the
-version high-water mark lives and whether an older version may be accepted on purpose.
+signature must name, and the settings of remote opening: where the version high-water
+mark lives, whether an older version may be accepted on purpose, and whether plain http
+and redirects to other hosts are allowed (`handbook.web`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ class TrustPolicy:
     """Accept a remote version below the highest already accepted."""
     state_dir: Path | None = None
     """Where the version high-water mark lives (`handbook.remote.default_state_dir`)."""
+    allow_http: bool = False
+    """Fetch a remote bundle over plain http from a host that is not loopback."""
+    redirect_hosts: frozenset[str] = frozenset()
+    """Hosts a remote bundle's server may redirect to besides its own (a CDN)."""
 
     @classmethod
     def of(
@@ -43,6 +48,8 @@ class TrustPolicy:
         expect_library: str | None = None,
         allow_rollback: bool = False,
         state_dir: str | os.PathLike[str] | None = None,
+        allow_http: bool = False,
+        redirect_hosts: Iterable[str] = (),
     ) -> TrustPolicy:
         """A policy from key strings (parsed now: a malformed key is a `KeyFormatError`
         here, not later) and the environment's keys."""
@@ -53,6 +60,8 @@ class TrustPolicy:
             expect_library,
             allow_rollback,
             Path(state_dir) if state_dir is not None else None,
+            allow_http,
+            frozenset(redirect_hosts),
         )
 
     def check(self, manifest: Manifest, where: str | os.PathLike[str] = "") -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from handbook import (
     DownloadError,
     HashMismatchError,
     Library,
+    RemoteLibrary,
     RollbackError,
     SignatureError,
 )
@@ -58,6 +59,8 @@ from handbook.signing import (
     sign,
     signing_input,
 )
+from handbook.trust import TrustPolicy
+from handbook.web import url_problem
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -655,3 +658,71 @@ def test_summary_of_the_public_vectors() -> None:
     )
     assert matching == len(verdicts)
     assert bad_key == 0 and len(accepted) <= plain
+
+
+# -- unsigned reads, plain http and redirects (issue: remote bundles within budgets) -----------
+
+
+def test_an_unsigned_bundle_never_moves_the_signed_mark(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """An unsigned v99 accepted under allow_unsigned used to raise the signed version
+    mark, so every legitimate signed update after it was refused as a rollback."""
+    build(
+        dataclasses.replace(load_config(EXAMPLE / "mkdocs.yml"), version="99.0.0"),
+        tmp_path / "u",
+        None,
+    )
+    unsigned = server.publish("unsigned-v99", files_of(tmp_path / "u"))
+    assert fetch(unsigned, dirs, allow_unsigned=True).version == "99.0.0"
+    assert marks(dirs) == {}
+    assert fetch(server.publish("signed-v5", bundles["v5"]), dirs).version == "5.0.0"
+    assert marks(dirs)[mark_key(OLD)]["version"] == "5.0.0"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://kb.example.invalid/bundle",
+        "ftp://127.0.0.1/bundle",
+        "file:///etc",
+        "http://10.0.0.8/b",
+    ],
+)
+def test_plain_http_beyond_loopback_is_refused_before_any_request(
+    dirs: dict[str, Path], url: str
+) -> None:
+    with pytest.raises(
+        DownloadError, match=r"plain http to a host that is not loopback|not an http\(s\) URL"
+    ):
+        fetch(url, dirs)
+    with pytest.raises(ValueError, match=r"plain http|not an http"):
+        RemoteLibrary(url)
+    RemoteLibrary("https://kb.example.invalid")  # nothing is fetched when it is made
+    RemoteLibrary("http://kb.example.invalid", allow_http=True)
+
+
+def test_url_rules() -> None:
+    assert url_problem("https://kb.example") is None
+    assert url_problem("http://127.0.0.1:8000/x") is None and url_problem("http://[::1]/x") is None
+    assert url_problem("http://localhost/x") is None
+    assert url_problem("http://kb.example/x") is not None
+    assert url_problem("http://kb.example/x", allow_http=True) is None
+    assert url_problem("gopher://127.0.0.1/") is not None
+
+
+def test_a_redirect_to_another_host_is_refused_unless_named(
+    server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
+) -> None:
+    """The mirror at 127.0.0.1 redirects the manifest to `localhost` (another host name):
+    refused, naming the redirect; followed when that host is allowed on purpose."""
+    url = server.publish("moved", {**bundles["v5"]})
+    elsewhere = server.url.replace("127.0.0.1", "localhost") + "/moved-target/manifest.json"
+    server.handler.routes["/moved/manifest.json"] = elsewhere
+    server.handler.routes["/moved-target/manifest.json"] = bundles["v5"][MANIFEST]
+    with pytest.raises(
+        DownloadError, match=r"manifest\.json: .*redirect to .* refused: another host"
+    ):
+        fetch(url, dirs)
+    policy = TrustPolicy.of([str(OLD)], state_dir=dirs["state_dir"], redirect_hosts=["localhost"])
+    assert Library.open(url, trust=policy, cache_dir=dirs["cache_dir"]).version == "5.0.0"
