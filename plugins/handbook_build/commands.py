@@ -28,6 +28,7 @@ from . import pipeline
 from .config import Config, load_config
 from .errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
 from .findings import Finding, render_github, render_json, render_text
+from .keys import signing_key
 from .options import DEFAULT_BUNDLE_DIR, EXPIRES
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
@@ -228,7 +229,9 @@ def build(
 
 
 def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
-    key, _ = pipeline.signing_key(config, key_file)
+    key, _, warning = signing_key(config, key_file)
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     if key is not None:
         return key
     if required:

@@ -46,6 +46,7 @@ from . import pages, pipeline
 from .config import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
+from .keys import signing_key
 from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 
 log = logging.getLogger("mkdocs.plugins.handbook")
@@ -94,7 +95,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         strict = bool(config.strict)
         out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
         try:
-            key, source = pipeline.signing_key(settings)
+            key, source, warning = signing_key(settings)
+            if warning:
+                log.warning(f"handbook: {warning}")
             if key is None and (strict or os.environ.get("CI")):
                 raise PluginError(
                     f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "

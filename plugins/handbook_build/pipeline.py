@@ -20,9 +20,7 @@ from typing import TypeVar
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle
-from handbook.errors import KeyFormatError
 from handbook.manifest import utc_seconds, utc_time
-from handbook.signing import SIGNING_KEY_ENV, load_private_key
 
 from . import rules, snippets
 from .config import Config
@@ -31,7 +29,8 @@ from .errors import BuildError
 from .findings import Finding, apply_levels, count
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
-from .seal import BundleWriter, publish, staging
+from .safe_paths import check_output
+from .seal import BundleWriter, publish, staging, versions_dir
 from .source import Text, discover, read
 from .validate import check_doc, check_library, check_resources
 
@@ -87,7 +86,9 @@ def build(
     progress: Callable[[int, int], None] | None = None,
 ) -> BuildResult:
     """Check, emit, seal and publish. Raises `BuildError` (nothing written) when the check
-    fails; the previous bundle at `out` stays in place on any failure."""
+    fails, `PublishError` when `out` is reached through a symbolic link; the previous
+    bundle at `out` stays in place on any failure."""
+    check_output(out, config.config_path.parent, versions_dir(Path(os.path.abspath(out))))
     with _no_cycle_collection(), staging(out) as writer:
         findings = _write(config, writer, key, strict, progress)
         bundle = publish(writer, out, key)
@@ -132,28 +133,6 @@ def expiry(built_at: str, value: str) -> str:
         return value  # a time, checked when the configuration was read
     seconds = int(match.group(1)) * (86_400 if match.group(2) == "d" else 3_600)
     return utc_time((utc_seconds(built_at) or 0) + seconds)
-
-
-def signing_key(
-    config: Config, key_file: str | os.PathLike[str] | None = None
-) -> tuple[Ed25519PrivateKey | None, str]:
-    """The key to sign with and where it came from: `key_file` when given, else
-    $HANDBOOK_SIGNING_KEY (a CI secret), else the configured `signing_key` file; (None,
-    "") when there is none. Raises KeyFormatError naming the source of a bad key."""
-    if key_file is not None:
-        what, path = str(key_file), Path(key_file)
-    elif os.environ.get(SIGNING_KEY_ENV):
-        what = f"${SIGNING_KEY_ENV}"
-        return load_private_key(os.environ[SIGNING_KEY_ENV], what=what), what
-    elif config.signing_key is not None:
-        what, path = f"{config.signing_key} (handbook.signing_key)", config.signing_key
-    else:
-        return None, ""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise KeyFormatError(f"cannot read the signing key {what}: {exc.strerror or exc}") from None
-    return load_private_key(data, what=what), what
 
 
 @contextmanager

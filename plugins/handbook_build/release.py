@@ -23,8 +23,10 @@ from handbook.errors import KeyFormatError
 from . import pipeline
 from .config import Config, load_config
 from .errors import BuildError, ReleaseError
+from .keys import signing_key
 from .options import SEMVER
 from .pack import pack
+from .safe_paths import refuse_links
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def release(
     if _git(repo, "tag", "--list", tag).strip():
         raise ReleaseError(f"tag {tag} already exists; choose another version")
     try:
-        key, _ = pipeline.signing_key(config, key_file)
+        key = signing_key(config, key_file).key
     except KeyFormatError as exc:
         raise ReleaseError(str(exc)) from None
     if key is None:
@@ -103,6 +105,7 @@ def release(
     if push:
         _git(repo, "remote", "get-url", remote)  # a missing remote is found before anything changes
 
+    refuse_links(config_path, repo, ReleaseError)  # mkdocs.yml is rewritten in place
     original = config_path.read_bytes()
     start = _git(repo, "rev-parse", "HEAD").strip()
     relative = str(config_path.resolve().relative_to(repo))
@@ -149,6 +152,7 @@ def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Pat
         found = "\n".join(str(f) for f in exc.findings)
         raise ReleaseError(f"the strict build failed; nothing was committed:\n{found}") from None
     archive = config.config_path.parent / "build" / "release" / f"{config.library}-{version}.tar.gz"
+    refuse_links(archive, config.config_path.parent, ReleaseError)
     archive.parent.mkdir(parents=True, exist_ok=True)
     pack(built.bundle.path, archive)
     return archive

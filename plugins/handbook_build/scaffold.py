@@ -18,6 +18,7 @@ from pathlib import Path
 from .errors import ScaffoldError
 from .install import check_spec, default_spec
 from .options import NAME
+from .safe_paths import refuse_links, write_new
 
 
 @dataclass(frozen=True)
@@ -72,15 +73,9 @@ def init(
             f"{folder}: {', '.join(existing)} already exist(s); "
             "init never overwrites, choose an empty folder"
         )
-    written = []
-    for rel, text in planned.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(
-            path, "x", encoding="utf-8"
-        ) as fh:  # "x": never replace a file that appeared meanwhile
-            fh.write(text)
-        written.append(path)
+    for rel in planned:  # before anything is written: all or nothing
+        refuse_links(folder / rel, folder, ScaffoldError)
+    written = [write_new(folder, rel, text, ScaffoldError) for rel, text in planned.items()]
     return NewLibrary(written, spec)
 
 

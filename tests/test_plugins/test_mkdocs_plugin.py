@@ -211,6 +211,7 @@ def test_rebuilds_swap_the_published_bundle(tmp_path: Path, key: tuple[Path, str
 def test_configured_key_file_and_bundle_dir(tmp_path: Path, key: tuple[Path, str]) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
     shutil.copy(key[0], config.parent / "site.key")
+    (config.parent / "site.key").chmod(0o600)  # a key others may read draws a warning
     text = config.read_text().replace(
         "      library: plant-floor",
         "      library: plant-floor\n      signing_key: site.key\n      bundle_dir: out/kb",

@@ -303,3 +303,22 @@ def test_release_push_to_a_missing_remote_changes_nothing(repo: Path) -> None:
     assert run.exit_code == 1
     assert "origin" in run.stderr
     assert state(repo) == before
+
+
+@pytest.mark.usefixtures("signing_env")
+def test_a_planted_build_link_is_refused_and_nothing_changes(repo: Path, tmp_path: Path) -> None:
+    """A clone whose `build` is a symlink (git keeps them) must not make release write
+    the bundle and the archive where the link points."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (repo / "build").symlink_to(outside)
+    git(repo, "add", "build")
+    git(repo, "commit", "-m", "a link", "--quiet")
+    before = state(repo)
+    run = release(repo, "--patch")
+    assert (
+        run.exit_code == 1
+        and "is a symbolic link" in run.stderr
+        and "refusing to write" in run.stderr
+    )
+    assert state(repo) == before and list(outside.iterdir()) == []
