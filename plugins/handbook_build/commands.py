@@ -147,6 +147,8 @@ def check(ctx: click.Context, config_path: str, fmt: str, strict: bool) -> None:
         f"{_plural(result.files, 'file')} checked ({_plural(len(result.docs), 'doc')}): "
         f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}"
     )
+    if result.notices:
+        summary += f", {_plural(result.notices, 'notice')}"
     if strict and result.warnings and not result.errors:
         summary += " (--strict: warnings fail)"
     click.echo(summary, err=fmt != "text")

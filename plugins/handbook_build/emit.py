@@ -24,6 +24,7 @@ from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
 from handbook.tools import context_of, definitions
 
 from .config import Config
+from .field_names import catalog_meta, filter_name, is_filter_value
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .parse import Doc
@@ -184,7 +185,7 @@ def _entry(
         verified=str(meta.get("verified") or "unverified"),
         keywords=tuple(meta.get("keywords") or ()),
         aliases=tuple(meta.get("aliases") or ()),
-        meta={k: v for k, v in meta.items() if k not in CORE_FIELDS},
+        meta=catalog_meta(meta, leave_out=CORE_FIELDS),
         revision=revision(doc, resources),
         content=content_path(sha),
         bytes=len(body),
@@ -207,19 +208,26 @@ def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:
 
 def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
     values: dict[str, Counter[str]] = defaultdict(Counter)
+    holders: Counter[str] = Counter()
+    maps: set[str] = set()  # kept and shown, never filters
     for doc in docs:
-        for name, value in doc.meta.items():
-            if name in ("id", "title", "summary"):
+        for field, value in doc.meta.items():
+            name = filter_name(field)
+            if name is None or name in ("id", "title", "summary"):
+                continue
+            holders[name] += 1
+            if not is_filter_value(value):
+                maps.add(name)
                 continue
             for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, (str, int, bool)):
-                    values[name][str(item).lower() if isinstance(item, bool) else str(item)] += 1
+                values[name][str(item).lower() if isinstance(item, bool) else str(item)] += 1
     filters = {
         name: {
-            "docs": sum(1 for d in docs if name in d.meta),
+            "docs": holders[name],
             "values": sorted(seen) if len(seen) <= MAX_FILTER_VALUES else None,
         }
         for name, seen in sorted(values.items())
+        if name not in maps
     }
     return LibraryInfo(
         name=config.library,

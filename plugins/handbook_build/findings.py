@@ -18,11 +18,13 @@ from typing import Literal
 
 class Severity(StrEnum):
     """How much a finding matters, most severe first. The value is what JSON output and
-    the `rules` key of the configuration say; a lower level (a notice) would be one more
-    member, with its noun."""
+    the `rules` key of the configuration say. A notice reports what the build did for the
+    author (a name it normalised, a value it derived): it never fails a build, not even
+    under --strict, unless the configuration raises its rule's level."""
 
     ERROR = "error"
     WARN = "warn"
+    NOTICE = "notice"
 
     @property
     def noun(self) -> str:
@@ -64,7 +66,7 @@ def apply_levels(findings: Iterable[Finding], levels: Mapping[str, Level]) -> li
 
 
 def count(findings: Sequence[Finding]) -> tuple[int, int]:
-    """(errors, warnings)."""
+    """(errors, warnings); notices do not count."""
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
     warnings = sum(1 for f in findings if f.severity is Severity.WARN)
     return errors, warnings

@@ -168,8 +168,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
 
 def _log_findings(findings: list[Finding]) -> None:
     """Each finding as `handbook check` prints it, at MkDocs' matching level."""
+    levels = {"error": log.error, "warn": log.warning}
     for found in findings:
-        (log.error if found.severity == "error" else log.warning)(str(found))
+        levels.get(found.severity, log.info)(str(found))
 
 
 __all__ = ["HandbookConfig", "HandbookPlugin"]

@@ -26,7 +26,7 @@ from . import rules, snippets
 from .config import Config
 from .emit import emit, index_entries
 from .errors import BuildError
-from .findings import Finding, apply_levels, count
+from .findings import Finding, Severity, apply_levels, count
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
 from .safe_paths import check_output
@@ -53,6 +53,10 @@ class CheckResult:
     @property
     def warnings(self) -> int:
         return count(self.findings)[1]
+
+    @property
+    def notices(self) -> int:
+        return sum(1 for f in self.findings if f.severity is Severity.NOTICE)
 
     def failed(self, strict: bool = False) -> bool:
         return self.errors > 0 or (strict and self.warnings > 0)

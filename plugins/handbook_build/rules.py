@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .findings import Finding, Severity
 
-ERROR, WARN = Severity.ERROR, Severity.WARN
+ERROR, WARN, NOTICE = Severity.ERROR, Severity.WARN, Severity.NOTICE
 
 
 @dataclass(frozen=True, eq=False)  # each rule is one object: equal and hashed by identity
@@ -272,6 +272,23 @@ SUMMARY_LENGTH = _rule(
     ERROR,
     "The summary is longer than the limit.",
     "summary has {chars:,} characters; the limit is {limit:,}: shorten it",
+)
+FIELD_NAME = _rule(
+    "HB307",
+    "field-name",
+    ERROR,
+    "A field's name cannot be offered to agents as a filter.",
+    reserved="field `{name}` is named like a parameter of the agent tools ({reserved}); rename it",
+    not_identifier="field `{name}` cannot be a filter agents pass: use letters, digits and `_` "
+    "(dashes, dots and spaces become `_`)",
+    collision="fields `{name}` and `{other}` are both filtered as `{normalised}`; rename one",
+)
+FIELD_NAME_NORMALISED = _rule(
+    "HB308",
+    "field-name-normalised",
+    NOTICE,
+    "A field's name is offered to agents as a filter under its normalised form.",
+    "field `{name}` is filtered as `{normalised}` (agents' tool parameters take no `-`, `.` or spaces)",
 )
 
 # -- body -------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import rules, schema, snippets
+from . import field_names, rules, schema, snippets
 from .config import Config
 from .findings import Finding
 from .parse import Doc
@@ -17,7 +17,9 @@ def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
     """The rules that need only this doc: fields and snippets."""
-    return schema.check(doc, config) + snippets.check(doc, validators)
+    return (
+        schema.check(doc, config) + list(field_names.check(doc)) + snippets.check(doc, validators)
+    )
 
 
 def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> Iterator[Finding]:

@@ -9,7 +9,7 @@ query strings and command lines first turn their text into JSON values with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from .bounds import clip, refusal, with_size
@@ -30,10 +30,13 @@ def call(served: Served, name: str, arguments: Mapping[str, Any] | None = None) 
     if not isinstance(arguments, Mapping):
         return failure("bad_arguments", f"{tool.name}: the arguments must be an object of names")
     args: dict[str, Any] = {}
+    fields: Collection[str] = ()
+    if tool.filters and any(tool.param(k) is None for k in arguments if isinstance(k, str)):
+        fields = served.tool_context().filters
     for key, value in arguments.items():
         param = tool.param(key) if isinstance(key, str) else None
-        if param is None and not (tool.filters and isinstance(key, str)):
-            return unknown_parameter(tool, key)
+        if param is None and key not in fields:
+            return unknown_parameter(tool, key, fields)
         if value is None:
             continue
         problem = _type_problem(param.schema if param else _FILTER, value)
@@ -87,10 +90,11 @@ def refused(answer: Mapping[str, Any]) -> bool:
     return isinstance(answer.get("error"), dict) and answer.get("found") is not False
 
 
-def unknown_parameter(tool: Tool, key: Any) -> dict[str, Any]:
+def unknown_parameter(tool: Tool, key: Any, fields: Collection[str] = ()) -> dict[str, Any]:
     takes = ", ".join(p.name for p in tool.params)
-    more = " and the library's filter fields" if tool.filters else ""
-    message = f"{tool.name} has no parameter {clip(str(key), 80)!r}; it takes {takes}{more}"
+    if tool.filters:
+        takes += f", and the filter fields {', '.join(sorted(fields))}" if fields else ", and no filter field"
+    message = f"{tool.name} has no parameter {clip(str(key), 80)!r}; it takes {takes}"
     return failure("unknown_parameter", message)
 
 

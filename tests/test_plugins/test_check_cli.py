@@ -67,8 +67,8 @@ def test_json_format_is_a_list_of_findings() -> None:
         "message": "is not UTF-8 (byte 0xe9 at offset 87); save the file as UTF-8",
         "severity": "error",
     }
-    assert {f["severity"] for f in findings} == {"error", "warn"}
-    assert run.stderr.strip() == "24 files checked (16 docs): 28 errors, 2 warnings"
+    assert {f["severity"] for f in findings} == {"error", "warn", "notice"}
+    assert run.stderr.strip() == "26 files checked (18 docs): 31 errors, 2 warnings, 1 notice"
 
 
 def test_github_format_uses_paths_from_the_working_directory(

@@ -107,7 +107,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "expected one of: summary_chars, body_warn_chars, body_max_chars, resource_bytes",
         '9:7: HB001 handbook.snippet_validators.yaml: must be "module:function" or "off", not \'not a ref\'',
         "10:7: HB001 handbook.rules.HB001: configuration errors cannot be switched off",
-        "10:7: HB001 handbook.rules.HB101: must be error, warn or off, not 'loud'",
+        "10:7: HB001 handbook.rules.HB101: must be error, warn, notice or off, not 'loud'",
         "10:7: HB001 handbook.rules.HB999: unknown rule code; see the rule reference in the docs",
         "11:7: HB001 handbook.exclude: must be a list of glob patterns",
         "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "

@@ -81,8 +81,8 @@ def test_anchors_and_configurability() -> None:
 
 
 def test_severities_order_the_levels_and_name_the_output() -> None:
-    assert LEVELS == ("error", "warn", "off")
-    assert [s.noun for s in Severity] == ["error", "warning"]
+    assert LEVELS == ("error", "warn", "notice", "off")
+    assert [s.noun for s in Severity] == ["error", "warning", "notice"]
     warning = rules.BODY_LONG.at("a.md", 7, chars=3, limit=2)
     assert str(warning) == (
         "a.md:7:1: HB401 (warning) body has 3 characters, over the 2 warning limit: "
@@ -93,3 +93,7 @@ def test_severities_order_the_levels_and_name_the_output() -> None:
     levels = apply_levels([warning, error], {"HB401": Severity.ERROR, "HB102": "off"})
     assert levels == [Finding(warning.path, 7, 1, "HB401", warning.message, Severity.ERROR)]
     assert count([warning, error, error]) == (2, 1)
+    notice = rules.FIELD_NAME_NORMALISED.at("c.md", 6, 1, name="a-b", normalised="a_b")
+    assert notice.severity is Severity.NOTICE and count([notice]) == (0, 0)
+    assert str(notice).startswith("c.md:6:1: HB308 (notice) field `a-b` is filtered as `a_b`")
+    assert render_github([notice]).startswith("::notice file=c.md,line=6,col=1,title=HB308::")

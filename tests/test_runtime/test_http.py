@@ -120,8 +120,18 @@ def test_unknown_endpoint_and_parameters(server: tuple[str, int]) -> None:
     assert get_json(server, "/api/v1/delete")[0] == 404
     status, body = get_json(server, "/api/v1/search?query=x&colour=red")
     assert status == 400 and "colour" in body["error"]["message"]
-    status, body = get_json(server, "/api/v1/list?self=x")
-    assert status == 400 and body["error"]["code"] == "bad_arguments"
+    status, body = get_json(server, "/api/v1/list?self=x")  # not a filter field either
+    assert status == 400 and body["error"]["code"] == "unknown_parameter"
+    assert "the filter fields" in body["error"]["message"] and "vendor" in body["error"]["message"]
+    for attempt in (
+        "/api/v1/collect?max_chars=1",
+        "/api/v1/collect?libraries=x",
+        "/api/v1/list?limit=-5",
+        "/api/v1/list?limit=99999999999999",
+        "/api/v1/get?doc_id=a&doc_id=b",
+    ):
+        status, body = get_json(server, attempt)
+        assert status == 400 and body["error"]["code"], attempt
 
 
 def test_bundle_files_by_hash_with_etags(
