@@ -16,6 +16,7 @@ Extends tests/test_runtime/test_http.py and test_mcp.py rather than repeating th
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import shutil
@@ -733,3 +734,111 @@ def test_openapi_property_run(server: tuple[str, int]) -> None:
     assert {p for p in operations if counts[f"{p} 200"] == 0} == silent, (
         "every endpoint answered 200 at least once"
     )
+
+
+JUNK_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=50),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def json_values_for(
+    name: str, schema: dict[str, Any], known: dict[str, list[str]]
+) -> st.SearchStrategy[Any]:
+    """JSON values for a declared property: what its schema allows, real ids, sections and
+    revisions of the served library, and junk of every JSON type."""
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    declared: list[st.SearchStrategy[Any]] = [st.none()] if "null" in kinds else []
+    if schema.get("enum"):
+        declared.append(st.sampled_from(schema["enum"]))
+    if "integer" in kinds:
+        declared.append(st.integers(schema.get("minimum", -5) - 2, schema.get("maximum", 200) + 2))
+    if "string" in kinds:
+        declared.append(values_for(name, schema, known))
+    if "array" in kinds and name == "ids":
+        declared.append(st.lists(st.sampled_from([*known["ids"], "nope", ""]), max_size=4))
+    if "array" in kinds and name == "revisions":
+        pairs = [
+            {"id": i, "revision": r} for i, r in zip(known["ids"], known["revisions"], strict=True)
+        ]
+        declared.append(st.lists(st.sampled_from(pairs) | JUNK_JSON, max_size=3))
+    return st.one_of(*declared, JUNK_JSON)
+
+
+def test_openapi_post_property_run(server: tuple[str, int]) -> None:
+    """Every tool route also takes its arguments as a JSON object: bodies drawn from the
+    OpenAPI request schemas, with junk of every JSON type and unknown names, never get a
+    server error, and every 200 answer fits its documented schema."""
+    _, document = get_json(server, "/api/v1/openapi.json")
+    ids = [d["id"] for d in get_json(server, "/api/v1/list")[1]["docs"]]
+    docs = [get_json(server, f"/api/v1/get?doc_id={i}")[1] for i in ids]
+    known = {
+        "ids": ids,
+        "revisions": [d["revision"] for d in docs],
+        "sections": sorted(
+            {s[k] for d in docs for s in d["sections"] for k in ("title", "anchor")}
+        ),
+    }
+    operations = {
+        path: (
+            {
+                name: json_values_for(name, prop, known)
+                for name, prop in item["post"]["requestBody"]["content"]["application/json"][
+                    "schema"
+                ]["properties"].items()
+            },
+            Draft202012Validator(
+                item["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+            ),
+        )
+        for path, item in document["paths"].items()
+        if "post" in item
+    }
+    assert len(operations) == 6
+    counts: Counter[str] = Counter()
+    problems: list[str] = []
+
+    @settings(
+        max_examples=400,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(data=st.data())
+    def run(data: st.DataObject) -> None:
+        path = data.draw(st.sampled_from(sorted(operations)), label="path")
+        declared, validator = operations[path]
+        names = data.draw(
+            st.lists(st.sampled_from(sorted(declared)), max_size=5, unique=True), label="names"
+        )
+        body: dict[str, Any] = {n: data.draw(declared[n], label=n) for n in names}
+        body.update(
+            data.draw(
+                st.dictionaries(st.sampled_from(JUNK_NAMES), JUNK_JSON, max_size=2), label="junk"
+            )
+        )
+        raw = json.dumps(body, allow_nan=True).encode()
+        conn = http.client.HTTPConnection(*server, timeout=30)
+        try:
+            conn.request("POST", path, body=raw, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            got, answer = response.status, json.loads(response.read())
+        finally:
+            conn.close()
+        counts[f"{path} {got}"] += 1
+        if got >= 500 or got not in (200, 400, 404):
+            problems.append(f"{path} {raw[:200]!r} -> {got}")
+        elif got == 200:
+            errors = list(validator.iter_errors(answer))
+            if errors:
+                problems.append(f"{path} {raw[:200]!r}: {errors[0].message}")
+
+    run()
+    print(f"\nOpenAPI POST run: {sum(counts.values())} requests, {len(problems)} problems")
+    assert problems == []
+    assert all(counts[f"{p} 400"] for p in operations if p != "/api/v1/resource"), counts
