@@ -93,7 +93,11 @@ def refused(answer: Mapping[str, Any]) -> bool:
 def unknown_parameter(tool: Tool, key: Any, fields: Collection[str] = ()) -> dict[str, Any]:
     takes = ", ".join(p.name for p in tool.params)
     if tool.filters:
-        takes += f", and the filter fields {', '.join(sorted(fields))}" if fields else ", and no filter field"
+        takes += (
+            f", and the filter fields {', '.join(sorted(fields))}"
+            if fields
+            else ", and no filter field"
+        )
     message = f"{tool.name} has no parameter {clip(str(key), 80)!r}; it takes {takes}"
     return failure("unknown_parameter", message)
 
