@@ -76,7 +76,8 @@ def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
     assert built_at == int(EPOCH)
     members = members_of(v1_archive)
     names = [m.name for m, _ in members]
-    assert names == sorted(names, key=lambda n: n.split("/"))
+    assert names[0] == MANIFEST, "readers check every later entry against the manifest"
+    assert names[1:] == sorted(names[1:], key=lambda n: n.split("/"))
     assert len(set(names)) == len(names)
     files = {m.name for m, _ in members if m.isfile()}
     assert files == {MANIFEST, *manifest.signed.files}
@@ -96,30 +97,46 @@ def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
             assert data == (v1 / member.name).read_bytes()
 
 
-def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> None:
-    """A bundle whose manifest lists a file two folders deep (valid: any safe path)."""
+def with_extra_file(v1: Path, tmp_path: Path, name: str, data: bytes) -> Path:
+    """A copy of the bundle that also lists `name` (valid: any safe path), re-signed."""
     from handbook.manifest import FileEntry
     from handbook.signing import MANIFEST_TAG, sign
 
     copy = tmp_path / "bundle"
     shutil.copytree(v1.resolve(), copy)
-    (copy / "extra" / "deep").mkdir(parents=True)
-    (copy / "extra" / "deep" / "file.txt").write_bytes(b"hello")
+    (copy / name).parent.mkdir(parents=True, exist_ok=True)
+    (copy / name).write_bytes(data)
     manifest = Manifest.from_bytes((copy / MANIFEST).read_bytes())
-    files = {
-        **manifest.signed.files,
-        "extra/deep/file.txt": FileEntry(hashlib.sha256(b"hello").hexdigest(), 5),
-    }
+    files = {**manifest.signed.files, name: FileEntry(hashlib.sha256(data).hexdigest(), len(data))}
     signed = manifest.signed._replace(files=dict(sorted(files.items())))
     (copy / MANIFEST).write_bytes(
         Manifest(signed, (sign(KEY, MANIFEST_TAG, signed.to_dict()),)).to_bytes()
     )
     assert open_bundle(copy, [PUBLIC]).signature_state == "verified"
-    pack(copy, tmp_path / "deep.tar.gz")
+    return copy
+
+
+def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> None:
+    """A bundle whose manifest lists a file two folders deep."""
+    pack(with_extra_file(v1, tmp_path, "extra/deep/file.txt", b"hello"), tmp_path / "deep.tar.gz")
     names = [m.name for m, _ in members_of(tmp_path / "deep.tar.gz")]
     for n, name in enumerate(names):
         if "/" in name:
             assert name.rsplit("/", 1)[0] in names[:n], f"no folder entry before {name}: {names}"
+
+
+def test_pack_names_a_long_path_in_a_pax_header(v1: Path, tmp_path: Path) -> None:
+    """Written by `handbook.tarstream`, read back the same by `tarfile` and by `verify`."""
+    name = "extra/" + "long-" * 40 + ".txt"  # over the 100 bytes of a ustar name
+    pack(with_extra_file(v1, tmp_path, name, b"hello"), tmp_path / "long.tar.gz")
+    members = {m.name: (m, data) for m, data in members_of(tmp_path / "long.tar.gz")}
+    member, data = members[name]
+    assert member.pax_headers == {"path": name} and data == b"hello"
+    assert [m.pax_headers for m, _ in members.values() if m.name != name] == [{}] * (
+        len(members) - 1
+    )
+    run = run_cli("verify", str(tmp_path / "long.tar.gz"), "--key", PUBLIC)
+    assert run.exit_code == 0, run.stderr
 
 
 def test_verify_accepts_the_archive(v1_archive: Path) -> None:
