@@ -16,6 +16,7 @@ import gzip
 import os
 from pathlib import Path
 
+from handbook.archive import check_caps
 from handbook.bundle import Bundle, open_bundle
 from handbook.layout import MANIFEST
 from handbook.manifest import utc_seconds
@@ -36,6 +37,7 @@ def pack(
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
     target = Path(out)
+    check_caps(signed.files, os.fspath(target))
     mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
     folders = {
         "/".join(name.split("/")[:depth])
