@@ -2,10 +2,11 @@
 
 An archive is only a container: what counts is the bundle inside, which is verified
 like any other after unpacking (`open_bundle` checks the signature and every hash). The
-container is read within fixed budgets from its first byte, so a hostile one costs
-neither memory nor disk: the stream is decompressed a chunk at a time and read a header
-at a time (`handbook.tarstream`), and the manifest comes first, so every later entry is
-checked against its listing before a byte of it is read:
+container is read within fixed budgets from its first byte: the stream is decompressed
+a chunk at a time and read a header at a time (`handbook.tarstream`), and the manifest
+comes first, so every later entry is checked against its listing before a byte of it is
+read. A hostile archive costs at most its manifest in memory and, as the signature is
+checked only afterwards, at most what that manifest lists on disk:
 
 1. entry 1 is ``manifest.json``, at most `MAX_MANIFEST_BYTES`, parsed strictly; its
    listing may name at most `MAX_MEMBERS` files and `MAX_TOTAL_BYTES` bytes;
