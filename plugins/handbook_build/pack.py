@@ -1,24 +1,26 @@
 """`handbook pack`: a bundle as one deterministic ``.tar.gz``.
 
 The same bundle always gives the same bytes, so an archive's sha256 can be published
-and checked like the bundle's own hashes: entries sorted by name (folders before their
-files), every time set to the bundle's `built_at`, owner 0/0 without names, modes 0644
-and 0755, PAX headers only where a name needs one, and a gzip header without a name
-or time. The bundle is verified before it is packed, and the archive is written to a
-temporary file and renamed into place.
+and checked like the bundle's own hashes: ``manifest.json`` first (so that readers can
+check every later entry against its listing before reading it, `handbook.archive`),
+then the other entries sorted by name with folders before their files, every time set
+to the bundle's `built_at`, owner 0/0 without names, modes 0644 and 0755, PAX headers
+only where a name needs one (`handbook.tarstream`, the one tar subset that is written
+and read), and a gzip header without a name or time. The bundle is verified before it
+is packed, and the archive is written to a temporary file and renamed into place.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import os
-import tarfile
 from pathlib import Path
 
+from handbook.archive import check_caps
 from handbook.bundle import Bundle, open_bundle
 from handbook.layout import MANIFEST
 from handbook.manifest import utc_seconds
+from handbook.tarstream import TarWriter
 
 from .errors import PublishError
 
@@ -34,33 +36,28 @@ def pack(
     written."""
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
-    mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
-    names = sorted([MANIFEST, *signed.files])
-    folders = sorted(
-        {
-            "/".join(name.split("/")[:depth])
-            for name in names
-            for depth in range(1, name.count("/") + 1)
-        }
-    )
     target = Path(out)
+    check_caps(signed.files, os.fspath(target))
+    mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
+    folders = {
+        "/".join(name.split("/")[:depth])
+        for name in signed.files
+        for depth in range(1, name.count("/") + 1)
+    }
+    rest = sorted([*folders, *signed.files], key=lambda n: (n.split("/"), n not in folders))
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         with (
             open(tmp, "wb") as raw,
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz,
-            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
-            for name in sorted([*folders, *names], key=lambda n: (n.split("/"), n not in folders)):
-                info = tarfile.TarInfo(name)
-                info.mtime, info.uid, info.gid, info.uname, info.gname = mtime, 0, 0, "", ""
+            tar = TarWriter(gz, mtime)
+            for name in [MANIFEST, *rest]:
                 if name in folders:
-                    info.type, info.mode = tarfile.DIRTYPE, 0o755
-                    tar.addfile(info)
-                    continue
-                data = bundle.read(name)
-                info.size, info.mode = len(data), 0o644
-                tar.addfile(info, io.BytesIO(data))
+                    tar.add_folder(name)
+                else:
+                    tar.add_file(name, bundle.read(name))
+            tar.close()
         os.replace(tmp, target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

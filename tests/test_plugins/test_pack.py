@@ -76,7 +76,8 @@ def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
     assert built_at == int(EPOCH)
     members = members_of(v1_archive)
     names = [m.name for m, _ in members]
-    assert names == sorted(names, key=lambda n: n.split("/"))
+    assert names[0] == MANIFEST, "readers check every later entry against the manifest"
+    assert names[1:] == sorted(names[1:], key=lambda n: n.split("/"))
     assert len(set(names)) == len(names)
     files = {m.name for m, _ in members if m.isfile()}
     assert files == {MANIFEST, *manifest.signed.files}
@@ -96,30 +97,46 @@ def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
             assert data == (v1 / member.name).read_bytes()
 
 
-def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> None:
-    """A bundle whose manifest lists a file two folders deep (valid: any safe path)."""
+def with_extra_file(v1: Path, tmp_path: Path, name: str, data: bytes) -> Path:
+    """A copy of the bundle that also lists `name` (valid: any safe path), re-signed."""
     from handbook.manifest import FileEntry
     from handbook.signing import MANIFEST_TAG, sign
 
     copy = tmp_path / "bundle"
     shutil.copytree(v1.resolve(), copy)
-    (copy / "extra" / "deep").mkdir(parents=True)
-    (copy / "extra" / "deep" / "file.txt").write_bytes(b"hello")
+    (copy / name).parent.mkdir(parents=True, exist_ok=True)
+    (copy / name).write_bytes(data)
     manifest = Manifest.from_bytes((copy / MANIFEST).read_bytes())
-    files = {
-        **manifest.signed.files,
-        "extra/deep/file.txt": FileEntry(hashlib.sha256(b"hello").hexdigest(), 5),
-    }
+    files = {**manifest.signed.files, name: FileEntry(hashlib.sha256(data).hexdigest(), len(data))}
     signed = manifest.signed._replace(files=dict(sorted(files.items())))
     (copy / MANIFEST).write_bytes(
         Manifest(signed, (sign(KEY, MANIFEST_TAG, signed.to_dict()),)).to_bytes()
     )
     assert open_bundle(copy, [PUBLIC]).signature_state == "verified"
-    pack(copy, tmp_path / "deep.tar.gz")
+    return copy
+
+
+def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> None:
+    """A bundle whose manifest lists a file two folders deep."""
+    pack(with_extra_file(v1, tmp_path, "extra/deep/file.txt", b"hello"), tmp_path / "deep.tar.gz")
     names = [m.name for m, _ in members_of(tmp_path / "deep.tar.gz")]
     for n, name in enumerate(names):
         if "/" in name:
             assert name.rsplit("/", 1)[0] in names[:n], f"no folder entry before {name}: {names}"
+
+
+def test_pack_names_a_long_path_in_a_pax_header(v1: Path, tmp_path: Path) -> None:
+    """Written by `handbook.tarstream`, read back the same by `tarfile` and by `verify`."""
+    name = "extra/" + "long-" * 40 + ".txt"  # over the 100 bytes of a ustar name
+    pack(with_extra_file(v1, tmp_path, name, b"hello"), tmp_path / "long.tar.gz")
+    members = {m.name: (m, data) for m, data in members_of(tmp_path / "long.tar.gz")}
+    member, data = members[name]
+    assert member.pax_headers == {"path": name} and data == b"hello"
+    assert [m.pax_headers for m, _ in members.values() if m.name != name] == [{}] * (
+        len(members) - 1
+    )
+    run = run_cli("verify", str(tmp_path / "long.tar.gz"), "--key", PUBLIC)
+    assert run.exit_code == 0, run.stderr
 
 
 def test_verify_accepts_the_archive(v1_archive: Path) -> None:
@@ -209,27 +226,31 @@ def test_verify_refuses_a_hostile_archive(v1_archive: Path, tmp_path: Path, case
     assert not (tmp_path / "x").exists() and not (inside / "x").exists()
 
 
-@pytest.mark.parametrize("order", [["catalog.json/x"], ["content/a", "content/a/b"]])
-def test_verify_refuses_a_file_used_as_a_folder(
-    v1_archive: Path, tmp_path: Path, order: list[str]
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([_member("catalog.json/x")], "catalog.json/x is not listed in the manifest"),
+        ([_member("content/a"), _member("content/a/b")], "content/a is not listed in the manifest"),
+        (
+            [_member("catalog.json", tarfile.DIRTYPE)],
+            "folder catalog.json holds no file the manifest lists",
+        ),
+        ([_member("content", tarfile.DIRTYPE)], "content appears twice in the archive"),
+    ],
+    ids=["file as folder", "file in file", "folder as file", "folder twice"],
+)
+def test_verify_refuses_an_entry_the_manifest_does_not_list(
+    v1_archive: Path,
+    tmp_path: Path,
+    extra: list[tuple[tarfile.TarInfo, bytes | None]],
+    message: str,
 ) -> None:
-    archive = write_archive(
-        tmp_path / "clash.tar.gz", [*members_of(v1_archive), *(_member(name) for name in order)]
-    )
+    """A file or folder clash cannot get past the listing: every file is listed, every
+    folder holds a listed path, and the manifest lists no path as both."""
+    archive = write_archive(tmp_path / "clash.tar.gz", [*members_of(v1_archive), *extra])
     run = run_cli("verify", str(archive), "--key", PUBLIC)
     assert run.exit_code == 1
-    assert run.stderr.startswith(f"refused: {archive}: ")
-
-
-def test_verify_names_the_entry_of_a_file_folder_clash(v1_archive: Path, tmp_path: Path) -> None:
-    archive = write_archive(
-        tmp_path / "clash.tar.gz",
-        [*members_of(v1_archive), _member("content/a"), _member("content/a/b")],
-    )
-    run = run_cli("verify", str(archive), "--key", PUBLIC)
-    assert run.exit_code == 1
-    assert "handbook-bundle-" not in run.stderr, run.stderr
-    assert "content/a/b" in run.stderr, run.stderr
+    assert run.stderr == f"refused: {archive}: {message}\n"
 
 
 @pytest.mark.parametrize(
@@ -257,21 +278,55 @@ def test_verify_refuses_an_archive_without_a_manifest_at_the_top(
     for info, data in members_of(v1_archive):
         info.name = f"bundle/{info.name}"
         nested.append((info, data))
-    run = run_cli("verify", str(write_archive(tmp_path / "nested.tar.gz", nested)), "--key", PUBLIC)
+    archive = write_archive(tmp_path / "nested.tar.gz", nested)
+    run = run_cli("verify", str(archive), "--key", PUBLIC)
     assert run.exit_code == 1
-    assert f"no {MANIFEST} at the top of the archive" in run.stderr
+    assert run.stderr == (
+        f"refused: {archive}: the archive starts with bundle/manifest.json, not {MANIFEST} "
+        "(archives from `handbook pack` before the manifest came first must be packed again)\n"
+    )
+    empty = write_archive(tmp_path / "empty.tar.gz", [])
+    run = run_cli("verify", str(empty), "--key", PUBLIC)
+    assert run.stderr == f"refused: {empty}: the archive is empty; it must start with {MANIFEST}\n"
 
 
 def test_verify_caps_members_and_size_before_unpacking(
     v1_archive: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """From the manifest's listing first; then entry by entry, folders included."""
+    files = len(Manifest.from_bytes(members_of(v1_archive)[0][1] or b"").signed.files)
+    prefix = f"refused: {v1_archive}: "
     monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
-    assert run.exit_code == 1 and "over the 5 a bundle may have" in run.stderr
+    assert run.exit_code == 1
+    assert (
+        run.stderr
+        == f"{prefix}{files + 1} files with the manifest, over the 5 a bundle archive may have\n"
+    )
+    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", files + 1)  # the folder is one more
+    run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"{prefix}entry {files + 2} (")
+    assert run.stderr.endswith(f") is over the {files + 1} a bundle archive may have\n")
     monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 200_000)
     monkeypatch.setattr(handbook.archive, "MAX_TOTAL_BYTES", 1000)
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
-    assert run.exit_code == 1 and "more than 1,000 bytes unpacked" in run.stderr
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"{prefix}the manifest lists ")
+    assert run.stderr.endswith(" bytes, over the 1,000 a bundle archive may hold\n")
+
+
+def test_pack_refuses_a_bundle_over_the_readers_caps(
+    v1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive that `verify` would refuse is never written."""
+    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
+    out = tmp_path / "bundle.tar.gz"
+    run = run_cli("pack", str(v1), "-o", str(out))
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"refused: {out}: ")
+    assert run.stderr.endswith(" files with the manifest, over the 5 a bundle archive may have\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("damage", ["edited", "unlisted", "missing"])
