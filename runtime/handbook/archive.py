@@ -35,6 +35,7 @@ from .errors import FormatError, HashMismatchError, MissingFileError, UnlistedFi
 from .layout import MANIFEST
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path
 from .tarstream import Entry, TarReader
+from .trust import TrustPolicy
 
 MAX_MEMBERS = 200_000
 MAX_TOTAL_BYTES = 4 * 1024**3
@@ -45,15 +46,16 @@ def is_archive(path: str | os.PathLike[str]) -> bool:
     return name.endswith((".tar.gz", ".tgz")) and os.path.isfile(name)
 
 
-def unpack(archive: str | os.PathLike[str], into: Path) -> Path:
+def unpack(archive: str | os.PathLike[str], into: Path, trust: TrustPolicy | None = None) -> Path:
     """Extract the bundle in `archive` into the folder `into`, which must not exist yet;
-    returns it. Raises a `BundleError` naming the archive and the entry, and then
-    removes `into` again."""
+    returns it. With `trust`, the manifest's signature is checked before anything but
+    the manifest is written (an unsigned stranger's archive costs no disk). Raises a
+    `BundleError` naming the archive and the entry, and then removes `into` again."""
     shown = os.fspath(archive)
     into.mkdir(parents=True)
     try:
         with gzip.open(archive, "rb") as stream:
-            _extract(TarReader(stream, shown), into, shown)
+            _extract(TarReader(stream, shown), into, shown, trust)
     except (OSError, EOFError, zlib.error) as exc:
         shutil.rmtree(into, ignore_errors=True)
         raise FormatError(f"{shown}: not a readable .tar.gz bundle archive ({exc})") from None
@@ -79,7 +81,7 @@ def check_caps(files: Mapping[str, FileEntry], shown: str) -> None:
         )
 
 
-def _extract(reader: TarReader, into: Path, shown: str) -> None:
+def _extract(reader: TarReader, into: Path, shown: str, trust: TrustPolicy | None) -> None:
     first = reader.next()
     if first is None:
         raise FormatError(f"{shown}: the archive is empty; it must start with {MANIFEST}")
@@ -95,9 +97,12 @@ def _extract(reader: TarReader, into: Path, shown: str) -> None:
         )
     manifest_bytes = b"".join(reader.data(first))
     try:
-        files = Manifest.from_bytes(manifest_bytes).signed.files
+        manifest = Manifest.from_bytes(manifest_bytes)
     except FormatError as exc:
         raise FormatError(f"{shown}: {exc}") from None
+    if trust is not None:
+        trust.check(manifest, shown)
+    files = manifest.signed.files
     check_caps(files, shown)
     (into / MANIFEST).write_bytes(manifest_bytes)
     listing = _Listing(files, shown)
@@ -172,11 +177,12 @@ class _Listing:
 
 
 @contextmanager
-def unpacked(path: str | os.PathLike[str]) -> Iterator[Path]:
+def unpacked(path: str | os.PathLike[str], trust: TrustPolicy | None = None) -> Iterator[Path]:
     """The bundle folder at `path`, or the bundle in the archive at `path` unpacked
-    into a temporary folder for the duration of the block."""
+    into a temporary folder for the duration of the block (its signature checked
+    against `trust` first, when given)."""
     if not is_archive(path):
         yield Path(path)
         return
     with tempfile.TemporaryDirectory(prefix="handbook-bundle-") as tmp:
-        yield unpack(path, Path(tmp) / "bundle")
+        yield unpack(path, Path(tmp) / "bundle", trust)

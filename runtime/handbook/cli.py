@@ -99,10 +99,12 @@ def verify(
     catalog that agrees with its content. Exit 0, or 1 with the reason."""
     from .archive import unpacked
     from .bundle import describe, open_bundle
+    from .trust import TrustPolicy
 
     try:
-        with unpacked(path or bundle_path) as folder:
-            bundle = open_bundle(folder, keys, allow_unsigned=allow_unsigned, threshold=threshold)
+        trust = TrustPolicy.of(keys, threshold=threshold, allow_unsigned=allow_unsigned)
+        with unpacked(path or bundle_path, trust) as folder:
+            bundle = open_bundle(folder, trust=trust)
             lines = describe(bundle)
     except KeyFormatError as exc:
         raise click.UsageError(f"--key: {exc}") from None

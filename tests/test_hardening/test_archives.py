@@ -28,12 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PUBLIC
+from conftest import PUBLIC, run_cli
 
 from handbook.archive import unpack
 from handbook.bundle import open_bundle
-from handbook.errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
+from handbook.errors import (
+    FormatError,
+    HashMismatchError,
+    MissingFileError,
+    SignatureError,
+    UnlistedFileError,
+)
 from handbook.layout import CATALOG, MANIFEST
+from handbook.signing import generate_private_key
+from handbook.trust import TrustPolicy
 from handbook_build.pack import pack
 
 linux = pytest.mark.skipif(
@@ -440,3 +448,19 @@ def test_a_listed_file_missing_from_the_archive_is_named(genuine: Genuine, tmp_p
         str(refused.value) == f"{archive}: {name} is listed in the manifest but not in the archive"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_an_untrusted_archive_is_refused_before_anything_is_written(
+    plant_floor_bundle: Path, tmp_path: Path
+) -> None:
+    """With a trust policy (as `handbook verify` gives), the manifest's signature is
+    checked before the rest is unpacked: an archive signed by a stranger costs no disk."""
+    archive = tmp_path / "bundle.tar.gz"
+    pack(plant_floor_bundle, archive)
+    _, stranger = generate_private_key()
+    with pytest.raises(SignatureError):
+        unpack(archive, tmp_path / "refused", TrustPolicy.of([stranger]))
+    assert not (tmp_path / "refused").exists()
+    assert (unpack(archive, tmp_path / "trusted", TrustPolicy.of([PUBLIC])) / MANIFEST).is_file()
+    run = run_cli("verify", str(archive), "--key", str(stranger))
+    assert run.exit_code == 1 and "refused:" in run.stderr

@@ -600,7 +600,7 @@ def test_fetch_of_a_path_listed_as_file_and_folder_is_a_bundle_error(
 
 def _archive(path: Path, bundle: Path, extra: str) -> Path:
     with tarfile.open(path, "w:gz") as tar:
-        for name, data in sorted(files_of(bundle).items()):
+        for name, data in sorted(files_of(bundle).items(), key=lambda item: item[0] != MANIFEST):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
