@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import rules, schema, snippets
+from . import rules, schema, snippets, unsafe_html
 from .config import Config
 from .findings import Finding
 from .parse import Doc
@@ -16,8 +16,12 @@ from .parse import Doc
 def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
-    """The rules that need only this doc: fields and snippets."""
-    return schema.check(doc, config) + snippets.check(doc, validators)
+    """The rules that need only this doc: fields, snippets and script in the body (not
+    looked for when the library switched HB403 off: it reads every paragraph)."""
+    findings = schema.check(doc, config) + snippets.check(doc, validators)
+    if config.rules.get(rules.UNSAFE_HTML.code) != "off":
+        findings += unsafe_html.check(doc)
+    return findings
 
 
 def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> Iterator[Finding]:
