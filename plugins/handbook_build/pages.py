@@ -4,13 +4,15 @@ the site can never describe a doc differently from what agents load. And where e
 doc's page is: the catalog records it, so agents can link people to it.
 
 Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
-where they go. Every value is escaped here: the card is raw HTML inside markdown, and a
-doc's summary or metadata must never become markup.
+where they go. Every value is escaped here, for where it goes: the card is raw HTML
+inside markdown; the catalog page is markdown, in which any ASCII punctuation may be
+syntax (of markdown or of one of its extensions).
 """
 
 from __future__ import annotations
 
 import posixpath
+import string
 from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
@@ -131,7 +133,8 @@ def insert_card(markdown: str, card: str) -> str:
 def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
     """The catalog page: every doc grouped by kind (in the vocabulary's order), with its
     summary and verified state; links are to the docs' source files, which MkDocs
-    resolves and checks like any other link."""
+    resolves and checks like any other link. Every value is text (`_md`), every link
+    target a percent-encoded path."""
     kinds = list(library.vocab.get("kind", ()))
     kinds += sorted({d.kind for d in docs} - set(kinds))
     out = [
@@ -144,7 +147,7 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         "",
         "# Catalog",
         "",
-        f"{len(docs)} docs in **{_md(library.title or library.name)}** {library.version}. "
+        f"{len(docs)} docs in **{_md(library.title or library.name)}** {_md(library.version)}. "
         "Agents load the same docs from the signed bundle ([llms.txt](llms.txt)).",
     ]
     for kind in kinds:
@@ -156,8 +159,8 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
         for doc in members:
             out.append(
-                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} "
-                f"| {badge(doc.verified)} |"
+                f"| [{_md(doc.title)}]({quote(doc.source)}) | <code>{_md(doc.id)}</code> "
+                f"| {_md(doc.summary)} | {badge(doc.verified)} |"
             )
     return "\n".join(out) + "\n"
 
@@ -199,12 +202,10 @@ def _text(value: Any) -> str:
 
 
 def _md(text: str) -> str:
-    """`text` safe inside a markdown table cell: no markup, no cell breaks."""
-    return (
-        escape(text)
-        .replace("|", "&#124;")
-        .replace("\n", " ")
-        .replace("[", "&#91;")
-        .replace("*", "&#42;")
-        .replace("_", "&#95;")
-    )
+    """`text` shown as it is in a markdown table cell: on one line, with every ASCII
+    punctuation character as a numeric entity, since any of them may start syntax
+    (`[`, `(` and `]` a link, `|` a cell, `<` HTML, `{` attributes, `:` an emoji)."""
+    return "".join(f"&#{ord(c)};" if c in _PUNCTUATION else c for c in " ".join(text.split()))
+
+
+_PUNCTUATION = frozenset(string.punctuation)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import string
 from html.parser import HTMLParser
 
+import markdown
 import pytest
 
 from handbook.catalog import DocEntry, LibraryInfo
@@ -144,3 +146,49 @@ def test_catalog_groups_by_kind_in_vocabulary_order() -> None:
     assert "A note &#124; with a pipe" in text  # a pipe would break the table row
     rows = [line for line in text.splitlines() if line.startswith("| [")]
     assert all(line.count("|") == 5 for line in rows)
+
+
+HOSTILE = (
+    '<script>alert(1)</script> "><img src=x onerror=alert(1)> [x](javascript:alert(1)) '
+    "{: onclick=alert(1) } `code` *em* ~~del~~ ==mark== ^^ins^^ :smile: @user https://x.example "
+    f"(c) --> {string.punctuation}"
+)
+EXTENSIONS = [
+    "tables",
+    "attr_list",
+    "md_in_html",
+    "pymdownx.betterem",
+    "pymdownx.caret",
+    "pymdownx.mark",
+    "pymdownx.tilde",
+    "pymdownx.emoji",
+    "pymdownx.magiclink",
+    "pymdownx.smartsymbols",
+    "pymdownx.keys",
+    "pymdownx.critic",
+]
+"""Python-Markdown extensions a Material site turns on, each with syntax of its own."""
+
+
+def test_catalog_values_read_as_written_whatever_the_extensions() -> None:
+    hostile = doc(title=f"T {HOSTILE}", summary=f"S {HOSTILE}\n## forged\n| a | b |", kind=HOSTILE)
+    html = markdown.markdown(pages.catalog_markdown(LIBRARY, [hostile]), extensions=EXTENSIONS)
+    page = parsed(html)
+    assert [attrs for tag, attrs in page.tags if tag not in PAGE_TAGS] == [
+        {"href": "llms.txt"},
+        {"href": "devices/acme-ac200.md"},
+        {"class": "hb-badge hb-badge--field_tested", "title": "verified: field_tested"},
+    ]
+    text = [t for t in page.text if t.strip()]
+    assert f"T {HOSTILE}" in text
+    assert f"S {HOSTILE} ## forged | a | b |" in text
+    assert HOSTILE in text  # the kind's heading
+
+
+PAGE_TAGS = {"hr", "h1", "h2", "p", "strong", "table", "thead", "tbody", "tr", "th", "td", "code"}
+"""The catalog page's own structure; its frontmatter renders as `<hr>` and text here."""
+
+
+def test_catalog_links_to_sources_percent_encoded() -> None:
+    text = pages.catalog_markdown(LIBRARY, [doc(source="a) b/[x](y).md")])
+    assert "](a%29%20b/%5Bx%5D%28y%29.md)" in text
