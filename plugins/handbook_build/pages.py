@@ -6,17 +6,22 @@ doc's page is: the catalog records it, so agents can link people to it.
 Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
 where they go. Every value is escaped here, for where it goes: the card is raw HTML
 inside markdown; the catalog page is markdown, in which any ASCII punctuation may be
-syntax (of markdown or of one of its extensions).
+syntax (of markdown or of one of its extensions); and a page's frontmatter reaches
+MkDocs already HTML-escaped, because MkDocs and Material print a page's title and
+metadata into the page as they are (`<title>`, nav, meta tags, search). Doc authors
+write markdown, with its raw HTML, in the body; their frontmatter is text.
 """
 
 from __future__ import annotations
 
 import posixpath
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
+
+import yaml
 
 from handbook.catalog import DocEntry, LibraryInfo
 
@@ -193,6 +198,42 @@ def raw_url(doc: DocEntry, page_url: str) -> str:
 
 def by_source(docs: Iterable[DocEntry]) -> dict[str, DocEntry]:
     return {doc.source: doc for doc in docs}
+
+
+def frontmatter(doc: DocEntry) -> dict[str, Any]:
+    """The doc's fields as the bundle holds them: what its page is made from."""
+    fields: dict[str, Any] = {
+        "id": doc.id,
+        "title": doc.title,
+        "kind": doc.kind,
+        "summary": doc.summary,
+        "verified": doc.verified,
+    }
+    if doc.keywords:
+        fields["keywords"] = list(doc.keywords)
+    if doc.aliases:
+        fields["aliases"] = list(doc.aliases)
+    return {**fields, **doc.meta}
+
+
+def escaped(value: Any) -> Any:
+    """`value` with every string in it, keys included, HTML-escaped (quotes too): what
+    a theme may print into text or an attribute as it is."""
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, Mapping):
+        return {escaped(key): escaped(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escaped(item) for item in value]
+    return value
+
+
+def page_source(meta: Mapping[str, Any], markdown: str) -> str:
+    """A page's source for MkDocs to read: `meta` as YAML frontmatter, then `markdown`.
+    PyYAML's dump loads back as it was, and never has a line that is `---` or `...`
+    alone, so MkDocs' frontmatter reader ends the block where it ends."""
+    header = yaml.safe_dump(dict(meta), sort_keys=False)
+    return f"---\n{header}---\n{markdown}"
 
 
 def _text(value: Any) -> str:
