@@ -89,7 +89,7 @@ def write_library(root: Path) -> Path:
         "site_name": SITE_NAME,
         "docs_dir": "docs",
         "site_dir": "site",
-        "theme": {"name": "material"},
+        "theme": {"name": "material", "font": False},  # no fonts from the network
         "plugins": [
             "search",
             {
