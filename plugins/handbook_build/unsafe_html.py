@@ -24,6 +24,7 @@ from html import unescape
 from html.parser import HTMLParser
 from typing import NamedTuple
 
+from markdown.extensions.attr_list import get_attrs
 from markdown_it import MarkdownIt, rules_inline
 from markdown_it.parser_inline import RuleFuncInlineType
 from markdown_it.rules_inline import StateInline
@@ -41,8 +42,19 @@ SCRIPT_SCHEMES = ("javascript", "vbscript")
 _URL_IGNORED = str.maketrans("", "", "\t\n\r")
 """A browser drops these anywhere in a URL (`java&#9;script:` is `javascript:`)."""
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
-_FLATTEN = str.maketrans("", "", "\t\n\r\\")
-_HANDLER_NAME = re.compile(r"""[\s/"'`]on[^\s/>=]*\s*=""", re.IGNORECASE)
+_HANDLER = re.compile(r"on[a-z]+")
+"""The name of an event handler attribute (`onclick`; `on:click` of some template
+languages is not one)."""
+_HANDLER_SET = re.compile(r"on[a-z]+\s*=")
+_NAME_FOLLOWS = frozenset("/\"'`{:")
+"""Besides white space, what an attribute name may follow: a slash, a quote (html.parser),
+a backtick (a code span blanked to spaces ends in one), `{` or `{:` (an attribute list)."""
+_SCRIPT_SCHEME = re.compile(r"(?<![a-z0-9+.-])(?:javascript|vbscript|data):")
+"""A scheme `unsafe_scheme` may find, where a URL can start (`metadata:` is no URL)."""
+_ATTRIBUTE_LIST = re.compile(r"\{:?[ ]*([^}\n ][^}\n]*)\}")
+"""An attribute list of Python-Markdown's `attr_list` (its own pattern, one list at a
+time): `[x](y){: onclick=z }` gives the link an attribute, and so does a fence's
+```` ```{.py onclick=z} ````."""
 _SPAN = "hb_span"
 """The `Token.meta` key under which a positioned rule leaves (start, end) in its source."""
 
@@ -73,17 +85,20 @@ def scan_body(body: str) -> list[tuple[int, int, Problem]]:
     lines, out = body.split("\n"), []
     env: dict[str, object] = {}
     for block in _md.parse(body, env):
-        if block.map is None or block.type not in ("html_block", "inline"):
+        if block.map is None:
             continue
+        text = block.content
         if block.type == "html_block":
-            found = scan_html(block.content)
-        elif "<" in block.content or "[" in block.content:
-            found = list(_inline_problems(block.content, env))
+            found = scan_html(text)
+        elif block.type == "inline" and any(c in text for c in "<[{"):
+            found = list(_inline_problems(text, env))
+        elif block.type == "fence" and "{" in block.info:
+            text, found = block.info, list(_attribute_lists(block.info))
         else:
             continue
         source = lines[block.map[0] : block.map[1]]
         for problem in found:
-            line, col = _place(block.content, source, problem.line, problem.col)
+            line, col = _place(text, source, problem.line, problem.col)
             out.append((block.map[0] + line, col, problem))
     return out
 
@@ -93,18 +108,23 @@ def may_hold_script(body: str) -> bool:
     text alone: reading a body's blocks and paragraphs costs as much as parsing it, and
     few bodies hold anything that could become script. Each test is a necessary
     condition of one finding, taken from the grammar that finds it: a `<script` tag
-    (or a `srcdoc` document, where it hides behind entities), an attribute named `on…`
-    with a value (`html.parser` reads a name after a quote, a space or a slash; a code
-    span blanked to spaces may end in a backtick), and a URL whose scheme, once
-    entities, backslash escapes, tabs and line breaks are gone, is `…script:` or
-    `data:`."""
-    if "<" not in body and "[" not in body:  # no HTML and no link
+    (or a `srcdoc` document, where it hides behind entities), a handler's name set to
+    a value where an attribute name may start (`_NAME_FOLLOWS`), and a URL whose
+    scheme, once entities, backslash escapes, tabs and line breaks are gone, is
+    `javascript:`, `vbscript:` or `data:`."""
+    if not any(sign in body for sign in "<[{"):  # no HTML, no link, no attribute list
         return False
-    text = unescape(body) if "&" in body else body
-    flat = text.lower().translate(_FLATTEN)
+    lowered = (unescape(body) if "&" in body else body).lower()
+    flat = lowered.replace("\t", "").replace("\n", "").replace("\r", "").replace("\\", "")
     return (
-        any(sign in flat for sign in ("<script", "srcdoc", "script:", "data:"))
-        or _HANDLER_NAME.search(body) is not None
+        "<script" in flat
+        or "srcdoc" in flat
+        or (("script:" in flat or "data:" in flat) and _SCRIPT_SCHEME.search(flat) is not None)
+        or any(
+            (before := lowered[found.start() - 1]).isspace() or before in _NAME_FOLLOWS
+            for found in _HANDLER_SET.finditer(lowered)
+            if found.start()
+        )
     )
 
 
@@ -147,18 +167,37 @@ class _Tags(HTMLParser):
         if tag == "script":
             self.found.append(Problem(line - 1, col, "script", {}))
         for name, value in attrs:
-            if name.startswith("on") and value is not None:
-                self.found.append(Problem(line - 1, col, "handler", {"name": name, "tag": tag}))
-            elif name in URL_ATTRIBUTES and value and (scheme := unsafe_scheme(value)):
-                place = f"the `{name}` of `<{tag}>`"
-                self.found.append(Problem(line - 1, col, "url", {"scheme": scheme, "place": place}))
-            elif name == "srcdoc" and value:  # a document of its own, in the page's origin
+            if name == "srcdoc" and value:  # a document of its own, in the page's origin
                 self.found += [p._replace(line=line - 1, col=col) for p in scan_html(value)]
+            elif judged := _judged(name, value, f"on `<{tag}>`", f"of `<{tag}>`"):
+                self.found.append(Problem(line - 1, col, *judged))
+
+
+def _judged(name: str, value: str | None, on: str, of: str) -> tuple[str, dict[str, str]] | None:
+    """The variant and fields of the problem an attribute makes, if any; `on` and `of`
+    name what holds it (on `<img>`, of `<img>`; in an attribute list, of one)."""
+    if value is not None and _HANDLER.fullmatch(name):
+        return "handler", {"name": name, "where": on}
+    if name in URL_ATTRIBUTES and value and (scheme := unsafe_scheme(value)):
+        return "url", {"scheme": scheme, "place": f"the `{name}` {of}"}
+    return None
+
+
+def _attribute_lists(text: str) -> Iterator[Problem]:
+    """The unsafe attributes of the attribute lists in `text`, each at its `{`."""
+    for match in _ATTRIBUTE_LIST.finditer(text):
+        line, col = _line_col(text, match.start())
+        for name, value in get_attrs(match[1]):
+            if judged := _judged(
+                name.lower(), value, "in an attribute list", "of an attribute list"
+            ):
+                yield Problem(line, col, *judged)
 
 
 def _inline_problems(content: str, env: dict[str, object]) -> Iterator[Problem]:
-    """The links and images of a paragraph or heading with script URLs, then the HTML in
-    its raw text (code spans blanked out: they show HTML, they do not hold it)."""
+    """The links and images of a paragraph or heading with script URLs, then the HTML
+    and the attribute lists in its raw text (code spans blanked out: they show HTML,
+    they do not hold it)."""
     tokens: list[Token] = []
     _md.inline.parse(content, _md, env, tokens)
     text = list(content)
@@ -169,12 +208,17 @@ def _inline_problems(content: str, env: dict[str, object]) -> Iterator[Problem]:
         elif token.type in ("link_open", "image"):
             url = str(token.attrGet("href" if token.type == "link_open" else "src") or "")
             if scheme := unsafe_scheme(url):
-                line = content.count("\n", 0, start)
-                col = start - (content.rfind("\n", 0, start) + 1)
                 place = "an image" if token.type == "image" else "a link"
-                yield Problem(line, col, "url", {"scheme": scheme, "place": place})
+                yield Problem(*_line_col(content, start), "url", {"scheme": scheme, "place": place})
     if "<" in content:
         yield from scan_html("".join(text))
+    if "{" in content:
+        yield from _attribute_lists("".join(text))
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    """The 0-based line and column of `offset` in `text`."""
+    return text.count("\n", 0, offset), offset - (text.rfind("\n", 0, offset) + 1)
 
 
 def _place(content: str, source: list[str], line: int, col: int) -> tuple[int, int]:

@@ -68,7 +68,7 @@ def test_json_format_is_a_list_of_findings() -> None:
         "severity": "error",
     }
     assert {f["severity"] for f in findings} == {"error", "warn"}
-    assert run.stderr.strip() == "25 files checked (17 docs): 32 errors, 2 warnings"
+    assert run.stderr.strip() == "25 files checked (17 docs): 33 errors, 2 warnings"
 
 
 def test_github_format_uses_paths_from_the_working_directory(

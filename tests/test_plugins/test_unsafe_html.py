@@ -26,9 +26,9 @@ SCRIPT = (
 
 
 def handler(name: str, tag: str) -> str:
+    where = "in an attribute list" if tag == "{" else f"on `<{tag}>`"
     return (
-        f"event handler `{name}` on `<{tag}>`: it runs script on the reader's page; "
-        "remove the attribute"
+        f"event handler `{name}` {where}: it runs script on the reader's page; remove the attribute"
     )
 
 
@@ -81,6 +81,14 @@ def findings(body: str) -> list[str]:
         ),
         # html.parser raised on `<![word[`, which browsers read as a comment to the `>`
         ("<![data[ x ]]> <b onclick=y>\n", f"a.md:7:16: HB403 {handler('onclick', 'b')}"),
+        # Python-Markdown's attr_list gives the element before it any attribute
+        ('[x](y){: onclick="alert(1)" }\n', f"a.md:7:7: HB403 {handler('onclick', '{')}"),
+        ("# Title {:onMouseOver=x}\n", f"a.md:7:9: HB403 {handler('onmouseover', '{')}"),
+        (
+            "Para\n{: href='javascript:x' }\n",
+            f"a.md:8:1: HB403 {url('javascript:', 'the `href` of an attribute list')}",
+        ),
+        ('```{.py onclick="x"}\ncode\n```\n', f"a.md:7:4: HB403 {handler('onclick', '{')}"),
         # inside containers: the place is in the file, past `>` and list markers
         ("> quoted <b onclick=x>b</b>\n", f"a.md:7:10: HB403 {handler('onclick', 'b')}"),
         ("- item\n\n  1. <script>x()</script>\n", f"a.md:9:6: HB403 {SCRIPT}"),
@@ -94,13 +102,15 @@ def test_each_way_to_run_script_is_found_where_it_is_written(body: str, expected
 @pytest.mark.parametrize(
     "body",
     [
-        "Code: `<script>alert(1)</script>` and `<img onerror=x>`.\n",
+        "Code: `<script>alert(1)</script>` and `<img onerror=x>` and `{: onclick=x }`.\n",
+        "Attributes that run nothing: [x](y){: .big #top title='on=1' onclick }\n",
         "```html\n<script>alert(1)</script>\n<b onclick=x>\n```\n",
         "    <script>alert(1)</script>\n",
         "Entities show a tag: &lt;script&gt; and &lt;b onclick=x&gt;.\n",
         "[ok](https://example.com/javascript:x) and [rel](docs/data:x.md) ![i](data:image/png;base64,AA)\n",
         '<a href="https://example.com" title="javascript: the good parts">x</a>\n',
         "<img src=x onerror>\n",  # no value, nothing to run
+        '<button on:click="go()">Svelte</button> <a x-on:click="go()">Alpine</a>\n',
         "Run the following script: `./go`; the data: field is [here](#x).\n",
         "<!-- <script>alert(1)</script> -->\n",
         "A tag never closed <img src=x onerror=alert(1)\n",
@@ -173,6 +183,8 @@ FRAGMENTS = [
     *("[x](javascript:y)", "[x](JAVA&#83;CRIPT:y)", "[x](javascript\\:y)", "<script>"),
     *("<a href='java&#x09;script:x'>", "<iframe srcdoc='&lt;b onclick=x&gt;'>"),
     *("[x]: data:text/html,x", "<javascript:x>", "<object data='data:text/html,x'>"),
+    *("{", "}", "{: ", "{:onclick=x}", "{ href='java\tscript:x'}", "```{.py onclick=x}\n"),
+    *("xon'onclick=1", "buttononclick=", "ONCLICK=", "on:click="),
 ]
 
 
