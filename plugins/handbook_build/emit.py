@@ -297,11 +297,13 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
 
 
 def llms_txt(catalog: Catalog, config: Config) -> str:
-    """The llms.txt view: an H1, a one-line summary, then links grouped by kind."""
+    """The llms.txt view: an H1, a one-line summary, then links grouped by kind. Every
+    value is one line of text (`_md_line`): a title or summary cannot start a section,
+    close a link or add one."""
     lib = catalog.library
-    lines = [f"# {lib.title or lib.name}", ""]
+    lines = [f"# {_md_line(lib.title or lib.name)}", ""]
     summary = lib.description or f"The {lib.name} knowledge library."
-    lines += [f"> {summary}", ""]
+    lines += [f"> {_md_line(summary)}", ""]
     lines += [
         f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. "
         "Each link leads to a doc's page; "
@@ -313,10 +315,28 @@ def llms_txt(catalog: Catalog, config: Config) -> str:
         by_kind[doc.kind].append(doc)
     base = config.site_url.rstrip("/") + "/" if config.site_url else ""
     for kind in sorted(by_kind):
-        lines += [f"## {kind}", ""]
+        lines += [f"## {_md_line(kind)}", ""]
         for doc in sorted(by_kind[kind], key=lambda d: (d.title.lower(), d.id)):
             url = base + (doc.url.removeprefix("./"))
-            note = "" if doc.verified == "verified" else f" ({doc.verified})"
-            lines.append(f"- [{doc.title}]({url or './'}): {doc.summary}{note}")
+            title, text = _md_line(doc.title), _md_line(doc.summary)
+            note = "" if doc.verified == "verified" else f" ({_md_line(doc.verified)})"
+            lines.append(f"- [{title}]({url or './'}): {text}{note}")
         lines.append("")
     return "\n".join(lines)
+
+
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>#&~]")
+"""What can start markdown syntax inside a line: escapes, code, emphasis, links, HTML
+and autolinks, heading marks, entities, strikethrough (parentheses only matter after an
+unescaped `]`)."""
+_LINE_MARK = re.compile(r"^(?:[-+]|\d{1,9}[.)](?= |$))")
+"""What begins a list item or a rule (`---`), should a value begin a line: `> 1. x` is a
+list in a quote."""
+
+
+def _md_line(text: str) -> str:
+    """`text` as one line of markdown that reads as written: line breaks become spaces,
+    syntax characters are backslash-escaped (CommonMark allows it before any ASCII
+    punctuation), so the text an agent or a renderer reads is the value itself."""
+    line = _MD_SPECIAL.sub(r"\\\g<0>", " ".join(text.split()))
+    return _LINE_MARK.sub(lambda mark: f"{mark[0][:-1]}\\{mark[0][-1]}", line)

@@ -15,6 +15,13 @@ Events, in MkDocs' order:
   go to MkDocs' log as `path:line:col: CODE message`; any error aborts the build, and
   under ``--strict`` so does any warning (MkDocs counts them). The catalog page, the
   CSS and the bundle's ``llms.txt`` (at the site root) join the site's files.
+- ``on_page_read_source``: every page reaches MkDocs with its frontmatter HTML-escaped,
+  since MkDocs and Material print a page's title and metadata as they are, into
+  `<title>`, the nav, meta tags and the search index. A doc's page is made from the
+  bundle (its fields and body as Handbook read and signed them), so MkDocs never reads
+  a doc's frontmatter its own way: it takes a block that ends the file without a line
+  break for body text, raw HTML and all. (MkDocs 1.6 prefers setting ``content_string``
+  in ``on_files``; that forgets the source path other plugins read, git dates for one.)
 - ``on_page_markdown``: a doc page opens with its header card.
 - ``on_post_build``: the bundle is copied to ``<site_dir>/bundle/`` (as files, not as
   pages: its content files are markdown that MkDocs must not render).
@@ -35,6 +42,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+from mkdocs.utils.meta import get_data
 
 from handbook.bundle import Bundle
 from handbook.catalog import DocEntry
@@ -139,6 +147,15 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
                 )
             )
         return files
+
+    def on_page_read_source(self, *, page: Page, config: MkDocsConfig) -> str:
+        doc = self.docs.get(page.file.src_uri)
+        if doc is not None and self.bundle is not None:
+            meta = pages.frontmatter(doc)
+            markdown = self.bundle.read(doc.content).decode("utf-8")
+        else:  # not a doc (excluded, generated): as MkDocs reads it
+            markdown, meta = get_data(page.file.content_string)
+        return pages.page_source(pages.escaped(meta), markdown)
 
     def on_page_markdown(
         self, markdown: str, *, page: Page, config: MkDocsConfig, files: Files

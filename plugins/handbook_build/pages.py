@@ -4,17 +4,24 @@ the site can never describe a doc differently from what agents load. And where e
 doc's page is: the catalog records it, so agents can link people to it.
 
 Plain functions from catalog records to HTML or markdown; the MkDocs adapter decides
-where they go. Every value is escaped here: the card is raw HTML inside markdown, and a
-doc's summary or metadata must never become markup.
+where they go. Every value is escaped here, for where it goes: the card is raw HTML
+inside markdown; the catalog page is markdown, in which any ASCII punctuation may be
+syntax (of markdown or of one of its extensions); and a page's frontmatter reaches
+MkDocs already HTML-escaped, because MkDocs and Material print a page's title and
+metadata into the page as they are (`<title>`, nav, meta tags, search). Doc authors
+write markdown, with its raw HTML, in the body; their frontmatter is text.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+import string
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
+
+import yaml
 
 from handbook.catalog import DocEntry, LibraryInfo
 
@@ -131,7 +138,8 @@ def insert_card(markdown: str, card: str) -> str:
 def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
     """The catalog page: every doc grouped by kind (in the vocabulary's order), with its
     summary and verified state; links are to the docs' source files, which MkDocs
-    resolves and checks like any other link."""
+    resolves and checks like any other link. Every value is text (`_md`), every link
+    target a percent-encoded path."""
     kinds = list(library.vocab.get("kind", ()))
     kinds += sorted({d.kind for d in docs} - set(kinds))
     out = [
@@ -144,7 +152,7 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         "",
         "# Catalog",
         "",
-        f"{len(docs)} docs in **{_md(library.title or library.name)}** {library.version}. "
+        f"{len(docs)} docs in **{_md(library.title or library.name)}** {_md(library.version)}. "
         "Agents load the same docs from the signed bundle ([llms.txt](llms.txt)).",
     ]
     for kind in kinds:
@@ -156,8 +164,8 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
         for doc in members:
             out.append(
-                f"| [{_md(doc.title)}]({doc.source}) | `{doc.id}` | {_md(doc.summary)} "
-                f"| {badge(doc.verified)} |"
+                f"| [{_md(doc.title)}]({quote(doc.source)}) | <code>{_md(doc.id)}</code> "
+                f"| {_md(doc.summary)} | {badge(doc.verified)} |"
             )
     return "\n".join(out) + "\n"
 
@@ -192,6 +200,42 @@ def by_source(docs: Iterable[DocEntry]) -> dict[str, DocEntry]:
     return {doc.source: doc for doc in docs}
 
 
+def frontmatter(doc: DocEntry) -> dict[str, Any]:
+    """The doc's fields as the bundle holds them: what its page is made from."""
+    fields: dict[str, Any] = {
+        "id": doc.id,
+        "title": doc.title,
+        "kind": doc.kind,
+        "summary": doc.summary,
+        "verified": doc.verified,
+    }
+    if doc.keywords:
+        fields["keywords"] = list(doc.keywords)
+    if doc.aliases:
+        fields["aliases"] = list(doc.aliases)
+    return {**fields, **doc.meta}
+
+
+def escaped(value: Any) -> Any:
+    """`value` with every string in it, keys included, HTML-escaped (quotes too): what
+    a theme may print into text or an attribute as it is."""
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, Mapping):
+        return {escaped(key): escaped(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escaped(item) for item in value]
+    return value
+
+
+def page_source(meta: Mapping[str, Any], markdown: str) -> str:
+    """A page's source for MkDocs to read: `meta` as YAML frontmatter, then `markdown`.
+    PyYAML's dump loads back as it was, and never has a line that is `---` or `...`
+    alone, so MkDocs' frontmatter reader ends the block where it ends."""
+    header = yaml.safe_dump(dict(meta), sort_keys=False)
+    return f"---\n{header}---\n{markdown}"
+
+
 def _text(value: Any) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -199,12 +243,10 @@ def _text(value: Any) -> str:
 
 
 def _md(text: str) -> str:
-    """`text` safe inside a markdown table cell: no markup, no cell breaks."""
-    return (
-        escape(text)
-        .replace("|", "&#124;")
-        .replace("\n", " ")
-        .replace("[", "&#91;")
-        .replace("*", "&#42;")
-        .replace("_", "&#95;")
-    )
+    """`text` shown as it is in a markdown table cell: on one line, with every ASCII
+    punctuation character as a numeric entity, since any of them may start syntax
+    (`[`, `(` and `]` a link, `|` a cell, `<` HTML, `{` attributes, `:` an emoji)."""
+    return "".join(f"&#{ord(c)};" if c in _PUNCTUATION else c for c in " ".join(text.split()))
+
+
+_PUNCTUATION = frozenset(string.punctuation)

@@ -309,6 +309,18 @@ BODY_TOO_LONG = _rule(
     file="file has {chars:,} characters, far over the {limit:,} limit; it is not parsed: "
     "split the doc",
 )
+UNSAFE_HTML = _rule(
+    "HB403",
+    "unsafe-html",
+    ERROR,
+    "The body holds script: a `<script>` element, an event handler or a `javascript:` URL.",
+    script="`<script>` element: it runs on every reader's page; remove it "
+    "(a site-wide script belongs in mkdocs.yml's `extra_javascript`)",
+    handler="event handler `{name}` {where}: it runs script on the reader's page; "
+    "remove the attribute",
+    url="`{scheme}` URL in {place}: following it runs script; "
+    "link to an http(s) or relative address instead",
+)
 
 # -- snippets ---------------------------------------------------------------------------------
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import string
 from html.parser import HTMLParser
+from typing import Any
 
+import markdown
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mkdocs.utils.meta import get_data
 
 from handbook.catalog import DocEntry, LibraryInfo
 from handbook_build import pages
@@ -144,3 +150,104 @@ def test_catalog_groups_by_kind_in_vocabulary_order() -> None:
     assert "A note &#124; with a pipe" in text  # a pipe would break the table row
     rows = [line for line in text.splitlines() if line.startswith("| [")]
     assert all(line.count("|") == 5 for line in rows)
+
+
+HOSTILE = (
+    '<script>alert(1)</script> "><img src=x onerror=alert(1)> [x](javascript:alert(1)) '
+    "{: onclick=alert(1) } `code` *em* ~~del~~ ==mark== ^^ins^^ :smile: @user https://x.example "
+    f"(c) --> {string.punctuation}"
+)
+EXTENSIONS = [
+    "tables",
+    "attr_list",
+    "md_in_html",
+    "pymdownx.betterem",
+    "pymdownx.caret",
+    "pymdownx.mark",
+    "pymdownx.tilde",
+    "pymdownx.emoji",
+    "pymdownx.magiclink",
+    "pymdownx.smartsymbols",
+    "pymdownx.keys",
+    "pymdownx.critic",
+]
+"""Python-Markdown extensions a Material site turns on, each with syntax of its own."""
+
+
+def test_catalog_values_read_as_written_whatever_the_extensions() -> None:
+    hostile = doc(title=f"T {HOSTILE}", summary=f"S {HOSTILE}\n## forged\n| a | b |", kind=HOSTILE)
+    html = markdown.markdown(pages.catalog_markdown(LIBRARY, [hostile]), extensions=EXTENSIONS)
+    page = parsed(html)
+    assert [attrs for tag, attrs in page.tags if tag not in PAGE_TAGS] == [
+        {"href": "llms.txt"},
+        {"href": "devices/acme-ac200.md"},
+        {"class": "hb-badge hb-badge--field_tested", "title": "verified: field_tested"},
+    ]
+    text = [t for t in page.text if t.strip()]
+    assert f"T {HOSTILE}" in text
+    assert f"S {HOSTILE} ## forged | a | b |" in text
+    assert HOSTILE in text  # the kind's heading
+
+
+PAGE_TAGS = {"hr", "h1", "h2", "p", "strong", "table", "thead", "tbody", "tr", "th", "td", "code"}
+"""The catalog page's own structure; its frontmatter renders as `<hr>` and text here."""
+
+
+def test_catalog_links_to_sources_percent_encoded() -> None:
+    text = pages.catalog_markdown(LIBRARY, [doc(source="a) b/[x](y).md")])
+    assert "](a%29%20b/%5Bx%5D%28y%29.md)" in text
+
+
+def test_a_doc_page_is_made_from_its_catalog_fields() -> None:
+    entry = doc(aliases=("AC-200",), meta={"vendor": "acme", "version": "2.1"})
+    assert pages.frontmatter(entry) == {
+        "id": "device.acme.ac200",
+        "title": "ACME AC200",
+        "kind": "device",
+        "summary": "Register map of the AC200.",
+        "verified": "field_tested",
+        "keywords": ["ac200"],
+        "aliases": ["AC-200"],
+        "vendor": "acme",
+        "version": "2.1",
+    }
+    assert "aliases" not in pages.frontmatter(doc())
+
+
+def test_frontmatter_values_are_escaped_for_html_everywhere_in_them() -> None:
+    meta = {"title": '<b a="1">&', "n": 3, "tags": ["<i>", {"<k>": "'"}], "flag": True, "x": None}
+    assert pages.escaped(meta) == {
+        "title": "&lt;b a=&quot;1&quot;&gt;&amp;",
+        "n": 3,
+        "tags": ["&lt;i&gt;", {"&lt;k&gt;": "&#x27;"}],
+        "flag": True,
+        "x": None,
+    }
+
+
+SCALARS = st.one_of(
+    st.text(),
+    st.integers(-(2**53), 2**53),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(
+        ["---", "...", "--- x", "a\n---\nb", "a\n...\n", "'\"", "- x", "? k", "!tag", "&a *a"]
+    ),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), VALUES, max_size=6), st.text())
+def test_mkdocs_reads_a_page_source_back_as_it_was_made(meta: dict[str, Any], body: str) -> None:
+    """MkDocs' own frontmatter reader ends the block where `page_source` ends it and
+    reads every value back, so no field is lost to the body and no body line is taken
+    for a field."""
+    body = body.replace("\r", "")  # MkDocs reads files with universal newlines
+    assert get_data(pages.page_source(meta, body)) == (body.lstrip("\n"), meta)

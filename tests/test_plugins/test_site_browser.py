@@ -8,39 +8,21 @@ where that is a failure."""
 
 from __future__ import annotations
 
-import functools
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, loopback_server
+from conftest import KEY_PEM, ROOT
+from site_helpers import chromium, mkdocs_build, require_browser, served
 
-from handbook.signing import generate_private_key
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-SCREENSHOTS = ROOT / "build" / "browser"
-
-if not (CHROMIUM and CHROMEDRIVER):
-    if os.environ.get("CI"):
-        raise RuntimeError(
-            "the browser test needs Debian's chromium and chromium-driver; .ci/run installs them"
-        )
-    pytest.skip(
-        "chromium and chromedriver are not installed (apt-get install chromium chromium-driver)",
-        allow_module_level=True,
-    )
-
+require_browser()
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+SCREENSHOTS = ROOT / "build" / "browser"
 WAIT_S = 30  # a generous bound on page work, never a speed assertion
 
 
@@ -51,49 +33,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(
         ROOT / "examples" / "plant-floor", root, ignore=shutil.ignore_patterns("build", "site")
     )
-    pem, _ = generate_private_key()
-    env = {**os.environ, "HANDBOOK_SIGNING_KEY": pem.decode(), "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
+    mkdocs_build(root, "--strict", key_pem=KEY_PEM)
     return root / "build" / "site"
-
-
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
 def base_url(site: Path) -> Iterator[str]:
-    with loopback_server(functools.partial(QuietHandler, directory=str(site))) as url:
-        yield url + "/"
+    with served(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(
-        service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options
-    )
-    try:
+def browser() -> Iterator[webdriver.Chrome]:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_doc_page_shows_its_header_card(browser: webdriver.Chrome, base_url: str) -> None:
