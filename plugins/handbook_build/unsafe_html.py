@@ -69,15 +69,30 @@ class Problem(NamedTuple):
 
 
 def check(doc: Doc) -> list[Finding]:
-    """HB403 findings of the doc's body, at their line and column in the file."""
-    if not may_hold_script(doc.body):
-        return []
-    return [
-        rules.UNSAFE_HTML.at(
-            doc.path, doc.body_line + line, col + 1, variant=problem.variant, **problem.fields
-        )
-        for line, col, problem in scan_body(doc.body)
-    ]
+    """HB403 findings of the doc's frontmatter values and body, at their line and column
+    in the file. A field's value reaches the theme too (Material's redirect template
+    puts a page's `location` into a link and a script), so a script URL there is found
+    like one in the body."""
+    found = list(_field_problems(doc))
+    if may_hold_script(doc.body):
+        found += [
+            rules.UNSAFE_HTML.at(
+                doc.path, doc.body_line + line, col + 1, variant=problem.variant, **problem.fields
+            )
+            for line, col, problem in scan_body(doc.body)
+        ]
+    return found
+
+
+def _field_problems(doc: Doc) -> Iterator[Finding]:
+    for name, value in doc.meta.items():
+        for item in value if isinstance(value, list) else [value]:
+            scheme = unsafe_scheme(item) if isinstance(item, str) else None
+            if scheme is not None:
+                at = doc.value_at(name)
+                yield rules.UNSAFE_HTML.at(
+                    doc.path, at.line, at.col, variant="url", scheme=scheme, place=f"field `{name}`"
+                )
 
 
 def scan_body(body: str) -> list[tuple[int, int, Problem]]:

@@ -201,3 +201,18 @@ def test_pathological_html_is_read_in_linear_time() -> None:
         started = time.perf_counter()
         findings(body + " data:\n")
         assert time.perf_counter() - started < 1.0, body[:6]
+
+
+def test_a_script_url_in_a_frontmatter_value_is_found() -> None:
+    """`template: redirect.html` with `location: javascript:…` ran script through
+    Material's redirect page; any field holding a script URL is a finding at its value."""
+    text = (
+        "---\nid: a.b\ntitle: T\nkind: guide\nsummary: S\ntemplate: redirect.html\n"
+        'location: " JaVaScRiPt:alert(1)"\nlinks: [https://example.org, "vbscript:x"]\n---\nbody\n'
+    )
+    doc, problems = parse(Text("a.md", text))
+    assert doc is not None and problems == []
+    assert [str(f) for f in check(doc)] == [
+        f"a.md:7:11: HB403 {url('javascript:', 'field `location`')}",
+        f"a.md:8:8: HB403 {url('vbscript:', 'field `links`')}",
+    ]
