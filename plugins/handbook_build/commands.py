@@ -27,9 +27,10 @@ from handbook.signing import SIGNING_KEY_ENV, generate_private_key
 from . import pipeline
 from .config import Config, load_config
 from .errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
-from .findings import Finding, render_github, render_json, render_text
+from .findings import Finding, Severity, render_github, render_json, render_text
 from .keys import signing_key
 from .options import DEFAULT_BUNDLE_DIR, EXPIRES
+from .rules import RULES
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200
@@ -89,6 +90,16 @@ def _fail(ctx: click.Context, exc: HandbookError | OSError) -> NoReturn:
     ctx.exit(1)
 
 
+def explain_rules(findings: Sequence[Finding]) -> str:
+    """What each rule that spoke is for, and where it is documented."""
+    codes = sorted({f.code for f in findings})
+    lines = [
+        f"{code} {RULES[code].name}: {RULES[code].summary} (rules reference: #{RULES[code].anchor})"
+        for code in codes
+    ]
+    return "".join(f"{line}\n" for line in ["", "Rules that spoke:", *lines]) if lines else ""
+
+
 def _emit(findings: Sequence[Finding], fmt: str, prefix: str) -> None:
     if fmt == "github":
         click.echo(render_github(findings, prefix), nl=False)
@@ -132,23 +143,38 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     "github: workflow annotations.",
 )
 @click.option("--strict", is_flag=True, help="Fail on warnings too.")
-def check(ctx: click.Context, config_path: str, fmt: str, strict: bool) -> None:
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also list the notices (what was derived or normalised, and by which rule), and "
+    "say what each rule that spoke is for.",
+)
+def check(ctx: click.Context, config_path: str, fmt: str, strict: bool, explain: bool) -> None:
     """Validate every doc and snippet of a library.
 
     Exit 0 when there are no errors, 1 when there are (or warnings under --strict),
-    2 when the configuration or the command line is wrong.
+    2 when the configuration or the command line is wrong. Notices never fail a check;
+    text and GitHub output list them with --explain (JSON always holds them).
     """
     config = load_config(config_path)
     with progress_bar("Checking") as progress:
         result = pipeline.check(config, progress)
     prefix = os.path.relpath(config.docs_dir) + "/"
-    _emit(result.findings, fmt, prefix)
+    shown = result.findings
+    if fmt != "json" and not explain:
+        shown = [f for f in shown if f.severity is not Severity.NOTICE]
+    _emit(shown, fmt, prefix)
+    if explain and fmt == "text":
+        click.echo(explain_rules(result.findings), nl=False)
     summary = (
         f"{_plural(result.files, 'file')} checked ({_plural(len(result.docs), 'doc')}): "
         f"{_plural(result.errors, 'error')}, {_plural(result.warnings, 'warning')}"
     )
     if result.notices:
-        summary += f", {_plural(result.notices, 'notice')}"
+        unlisted = not explain and fmt != "json"
+        summary += f", {_plural(result.notices, 'notice')}" + (
+            " (--explain lists them)" if unlisted else ""
+        )
     if strict and result.warnings and not result.errors:
         summary += " (--strict: warnings fail)"
     click.echo(summary, err=fmt != "text")

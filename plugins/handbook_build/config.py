@@ -13,14 +13,15 @@ rule level could silence.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import mkdocs_yml, rules
 from .errors import ConfigError
-from .findings import Finding, Level
-from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Limits, Problems
+from .findings import Finding, Level, Severity
+from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Adoption, Limits, Problems
+from .rules import RULES
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Config:
     expires: str | None
     """A UTC time, or a duration after the build such as "90d" or "12h"."""
     default_lang: str | None
+    adopt: Adoption | None
+    """Set for a site whose pages were not written for Handbook."""
     docs_dir: Path
     config_path: Path
     site_dir: Path
@@ -50,6 +53,8 @@ class Config:
     site_name: str
     site_description: str
     site_url: str
+    nav_titles: Mapping[str, str] = field(default_factory=dict)
+    """Page path -> its title in the site's nav (for titles adoption derives)."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -62,6 +67,19 @@ class Config:
         if self.list_fields is not None:
             return self.list_fields
         return tuple(name for name in self.vocab if name != "kind")
+
+    @property
+    def levels(self) -> dict[str, Level]:
+        """Each rule's level: as configured, else, for an adopted site, every error a
+        warning (its content is never refused as it stands), else the rule's default."""
+        if self.adopt is None:
+            return dict(self.rules)
+        capped: dict[str, Level] = {
+            code: Severity.WARN
+            for code, rule in RULES.items()
+            if rule.configurable and rule.severity is Severity.ERROR
+        }
+        return {**capped, **self.rules}
 
     @property
     def vocabularies(self) -> dict[str, tuple[str, ...]]:
@@ -137,7 +155,24 @@ def from_options(
         site_name=_text(mkdocs.get("site_name")),
         site_description=_text(mkdocs.get("site_description")),
         site_url=_text(mkdocs.get("site_url")),
+        nav_titles=nav_titles(mkdocs.get("nav")),
     )
+
+
+def nav_titles(nav: Any) -> dict[str, str]:
+    """Page path -> its title, from MkDocs' `nav` setting (titled entries only)."""
+    out: dict[str, str] = {}
+    items = nav if isinstance(nav, list) else []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        for title, target in item.items():
+            if isinstance(target, str) and isinstance(title, str) and target.endswith(".md"):
+                out.setdefault(target, title)
+            elif isinstance(target, list):
+                for path, inner in nav_titles(target).items():
+                    out.setdefault(path, inner)
+    return out
 
 
 def _text(value: Any) -> str:

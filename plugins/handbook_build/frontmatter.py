@@ -89,9 +89,13 @@ class Frontmatter:
     bool_words: list[BoolWord]
 
 
-def parse(path: str, text: str) -> Frontmatter:
-    """Split off and parse the frontmatter; raise `FrontmatterError` when it is unusable."""
+def parse(path: str, text: str, optional: bool = False) -> Frontmatter:
+    """Split off and parse the frontmatter; raise `FrontmatterError` when it is unusable.
+    With `optional` (a site being adopted), a file without one has no fields and is all
+    body."""
     if not _OPEN.match(text):
+        if optional:
+            return Frontmatter({}, {}, 0, 1, [], [])
         raise FrontmatterError(rules.FRONTMATTER_MISSING.at(path, 1))
     start = text.index("\n") + 1
     close = _CLOSE.search(text, start)

@@ -9,6 +9,7 @@ it (a test keeps the page equal to the table).
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import time
@@ -60,6 +61,23 @@ class Limits:
     resource_bytes: int = _limit(
         5 * 1024 * 1024, f"largest file attached to a folder doc ({rules.RESOURCE_TOO_LARGE.code})"
     )
+
+
+@dataclass(frozen=True)
+class Adoption:
+    """The `adopt` option: a site whose pages were not written for Handbook."""
+
+    kinds: tuple[tuple[str, str], ...] = ()
+    """(glob over paths in the docs folder, kind), in order: the first match gives a
+    page's kind."""
+    default_kind: str = "page"
+
+    def kind_of(self, path: str) -> tuple[str, str | None]:
+        """(a page's kind, the glob that gave it, None for the default)."""
+        for pattern, kind in self.kinds:
+            if fnmatch.fnmatchcase(path, pattern):
+                return kind, pattern
+        return self.default_kind, None
 
 
 class Problems:
@@ -264,6 +282,30 @@ def _check_exclude(value: Any, key: str, errors: Problems) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_adopt(value: Any, key: str, errors: Problems) -> Adoption | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        errors.add(key, "must be a mapping (kinds, default_kind), or {} for the defaults")
+        return None
+    for name in sorted(set(value) - {"kinds", "default_kind"}, key=str):
+        errors.add(f"{key}.{name}", "unknown key; expected one of: kinds, default_kind")
+    default = value.get("default_kind", Adoption.default_kind)
+    if not isinstance(default, str) or not NAME.fullmatch(default):
+        errors.add(
+            f"{key}.default_kind",
+            f"{default!r} is not a kind (lowercase letters, digits, `_`, `-`)",
+        )
+    kinds = value.get("kinds", {})
+    if not isinstance(kinds, dict) or not all(
+        isinstance(g, str) and g and isinstance(k, str) and NAME.fullmatch(k)
+        for g, k in kinds.items()
+    ):
+        errors.add(f"{key}.kinds", "must map a path pattern (like `guides/**`) to a kind")
+        kinds = {}
+    return Adoption(tuple(kinds.items()), str(default))
+
+
 def _limits_table() -> str:
     rows = [f"| `{f.name}` | {f.default} | {f.metadata['meaning']} |" for f in fields(Limits)]
     return "\n".join(["| key | default | meaning |", "|---|---|---|", *rows])
@@ -428,6 +470,28 @@ OPTIONS: tuple[Option, ...] = (
             so a mirror that keeps serving an old version cannot freeze its readers on it.
             Rebuild and republish before it runs out. `handbook build --expires`
             overrides it. Default: no expiry.
+        """),
+    ),
+    Option(
+        "adopt",
+        dict,
+        None,
+        _check_adopt,
+        "Adopt pages that were not written for Handbook: derive what they lack.",
+        cleandoc(f"""
+            For a site whose pages have no Handbook frontmatter (`handbook init --adopt`
+            writes it). Pages without frontmatter are docs, and each missing field is
+            derived and reported as a notice: `id` from the path
+            (`user-guide/installation.md` is `user-guide.installation`, a folder's
+            `index.md` or `README.md` the folder, the root one `index`;
+            {rules.ID_DERIVED.code}), `title` from the first `# ` heading, else the nav,
+            else the file name ({rules.TITLE_DERIVED.code}), `summary` from the
+            frontmatter's `description`, else the first paragraph cut at a sentence or a
+            word within the limit ({rules.SUMMARY_DERIVED.code}), `kind` from `kinds` — a
+            mapping of path patterns to kinds, the first match wins — else `default_kind`
+            (`page`; {rules.KIND_DERIVED.code}). Content is never refused as it stands:
+            every rule that would be an error is a warning unless `rules` says otherwise.
+            `handbook adopt --write` pins the derived fields into the files.
         """),
     ),
     Option(

@@ -104,11 +104,12 @@ class Doc:
         return found.value if found else Mark(1, 1)
 
 
-def parse(source: Text) -> tuple[Doc | None, list[Finding]]:
+def parse(source: Text, frontmatter_optional: bool = False) -> tuple[Doc | None, list[Finding]]:
     """The doc and the findings about its frontmatter's fields, or None and the findings
-    that make it unusable."""
+    that make it unusable. With `frontmatter_optional`, a file without frontmatter is a
+    doc with no fields (adoption derives them)."""
     try:
-        fm = parse_frontmatter(source.path, source.text)
+        fm = parse_frontmatter(source.path, source.text, frontmatter_optional)
     except FrontmatterError as exc:
         return None, exc.findings
     body = source.text[fm.body_offset :]

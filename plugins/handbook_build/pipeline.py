@@ -23,6 +23,7 @@ from handbook.bundle import Bundle
 from handbook.manifest import utc_seconds, utc_time
 
 from . import rules, snippets
+from .adopt import IdLedger, derive
 from .config import Config
 from .emit import emit, index_entries
 from .errors import BuildError
@@ -175,9 +176,13 @@ def check(
     findings = list(found.findings)
     docs = []
     total = len(found.paths)
+    ids = IdLedger()
     for done, (doc, doc_findings) in enumerate(parallel(_load_chunk, config, found.paths), 1):
         findings.extend(doc_findings)
         if doc is not None:
+            if config.adopt is not None:  # derived ids settled before anything indexes them
+                doc, twice = ids.admit(doc)
+                findings.extend(twice)
             docs.append(doc)
             if on_doc is not None:
                 on_doc(doc)
@@ -185,7 +190,7 @@ def check(
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))
     findings.extend(check_resources(config, found.resources))
-    return CheckResult(docs, apply_levels(findings, config.rules), found.resources, total)
+    return CheckResult(docs, apply_levels(findings, config.levels), found.resources, total)
 
 
 def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
@@ -199,9 +204,10 @@ def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
         return None, [
             rules.BODY_TOO_LONG.at(path, 1, variant="file", chars=len(source.text), limit=limit)
         ]
-    doc, findings = parse(source)
+    doc, findings = parse(source, frontmatter_optional=config.adopt is not None)
     if doc is not None:
-        findings += check_doc(doc, config, _validators(config))
+        doc, derived = derive(doc, config)
+        findings += derived + check_doc(doc, config, _validators(config))
     return doc, findings
 
 

@@ -338,3 +338,49 @@ SNIPPET_VALIDATOR_CRASH = _rule(
     "A snippet validator raised instead of returning errors.",
     "{lang} validator crashed: {error}",
 )
+
+# -- adoption: what a page lacks, derived -------------------------------------------------------
+
+ID_DERIVED = _rule(
+    "HB601",
+    "id-derived",
+    NOTICE,
+    "A page has no `id`: it is derived from the page's path (or a skill's `name`).",
+    path="id `{id}` derived from the path",
+    skill="id `{id}` derived from the skill's `name`",
+)
+TITLE_DERIVED = _rule(
+    "HB602",
+    "title-derived",
+    NOTICE,
+    "A page has no `title`: it is taken from its first heading, the nav, or its file name.",
+    heading="title {title!r} taken from the first heading",
+    nav="title {title!r} taken from the nav",
+    file="title {title!r} made from the file name",
+)
+SUMMARY_DERIVED = _rule(
+    "HB603",
+    "summary-derived",
+    NOTICE,
+    "A page has no `summary`: it is taken from `description`, else its first paragraph.",
+    description="summary taken from `description`{cut}",
+    paragraph="summary taken from the first paragraph{cut}",
+    title="summary taken from the title: the page has no paragraph",
+)
+KIND_DERIVED = _rule(
+    "HB604",
+    "kind-derived",
+    NOTICE,
+    "A page has no `kind`: it comes from the `adopt.kinds` patterns, else the default kind.",
+    pattern="kind `{kind}` from the pattern `{pattern}`",
+    default="kind `{kind}`, the default kind",
+    skill="kind `skill`: a folder with a SKILL.md",
+)
+ID_DERIVED_TWICE = _rule(
+    "HB605",
+    "id-derived-twice",
+    WARN,
+    "Two pages' paths give the same id; the later one is served under another.",
+    "id `{id}` is also derived for {first}; this page is served as `{served}`: "
+    "give it an id, or pin every id with `handbook adopt --write`",
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import repeat
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,7 +45,7 @@ def check(doc: Doc, config: Config) -> list[Finding]:
 def _check(doc: Doc, config: Config) -> Iterator[Finding]:
     required = config.required_fields
     for name in required:
-        if name not in doc.fields:
+        if name not in doc.fields and name not in doc.meta:  # derived fields are in meta only
             yield rules.FIELD_MISSING.at(doc.path, 1, variant="missing", field=name)
         elif name in doc.meta and is_empty(doc.meta[name]):
             key = doc.key_at(name)
@@ -94,8 +95,12 @@ def _field(doc: Doc, name: str, value: Any, config: Config) -> Iterator[Finding]
 def _vocab(doc: Doc, name: str, value: Any, allowed: tuple[str, ...]) -> Iterator[Finding]:
     if isinstance(value, str) and not value.strip():
         return
-    field = doc.fields[name]
-    if isinstance(value, list):
+    field = doc.fields.get(name)
+    if field is None:  # derived by adoption: reported where the doc starts
+        written = zip(
+            value if isinstance(value, list) else [value], repeat(Mark(1, 1)), strict=False
+        )
+    elif isinstance(value, list):
         written = zip(value, field.items, strict=True)
     else:
         written = zip([value], [field.value], strict=True)

@@ -21,7 +21,7 @@ def check_doc(
     findings = (
         schema.check(doc, config) + list(field_names.check(doc)) + snippets.check(doc, validators)
     )
-    if config.rules.get(rules.UNSAFE_HTML.code) != "off":
+    if config.levels.get(rules.UNSAFE_HTML.code) != "off":
         findings += unsafe_html.check(doc)
     return findings
 

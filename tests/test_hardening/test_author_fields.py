@@ -66,7 +66,7 @@ def hostile(make_library: MakeLibrary, tmp_path: Path) -> Library:
 
 def test_the_check_names_every_field_that_would_shadow_a_tool(make_library: MakeLibrary) -> None:
     config = make_library({"pump.md": HOSTILE_DOC, "valve.md": OTHER_DOC})
-    run = run_cli("check", "--config", str(config))
+    run = run_cli("check", "--explain", "--config", str(config))
     assert run.exit_code == 1
     for field in ("ids", "max_bytes", "limit", "query", "ref", "library"):
         assert f"HB307 field `{field}` is named like a parameter of the agent tools" in run.stdout
