@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import repeat
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 from . import rules
