@@ -38,10 +38,11 @@ PROGRESS_MIN_FILES = 200
 config_option = click.option(
     "--config",
     "config_path",
-    default="mkdocs.yml",
-    show_default=True,
+    default=".",
     metavar="PATH",
-    help="The mkdocs.yml whose `handbook` plugin entry configures the library.",
+    help="The site configuration holding the `handbook` entry (mkdocs.yml, zensical.yml, "
+    "zensical.toml or handbook.yml), or a folder: the first of those in it, else its "
+    "Agent Skills [default: the current folder].",
 )
 
 
@@ -72,9 +73,8 @@ def _fail(ctx: click.Context, exc: HandbookError | OSError) -> NoReturn:
         fmt = ctx.params.get("fmt", "text")
         _emit(exc.findings, fmt, "")
         if fmt == "text":
-            click.echo(
-                f"{ctx.params['config_path']}: configuration error, nothing checked", err=True
-            )
+            where = exc.findings[0].path if exc.findings else ctx.params["config_path"]
+            click.echo(f"{where}: configuration error, nothing checked", err=True)
         ctx.exit(2)
     if isinstance(exc, BuildError):
         click.echo(render_text(exc.findings), nl=False)
@@ -189,7 +189,7 @@ def check(ctx: click.Context, config_path: str, fmt: str, strict: bool, explain:
     type=click.Path(file_okay=False),
     default=None,
     help="Where the bundle is published (a symlink to an immutable version folder) "
-    "[default: handbook.bundle_dir, else build/bundle beside mkdocs.yml].",
+    "[default: handbook.bundle_dir, else build/bundle beside the configuration].",
 )
 @click.option(
     "--key",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import mkdocs_yml, rules
+from . import rules, site_config
 from .errors import ConfigError
 from .findings import Finding, Level, Severity
 from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Adoption, Limits, Problems
@@ -44,6 +44,8 @@ class Config:
     expires: str | None
     """A UTC time, or a duration after the build such as "90d" or "12h"."""
     default_lang: str | None
+    layout: str
+    """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None
     """Set for a site whose pages were not written for Handbook."""
     docs_dir: Path
@@ -91,14 +93,17 @@ class Config:
 
 
 def load_config(path: str | Path = "mkdocs.yml") -> Config:
-    """Read `path` and validate its `handbook` plugin entry."""
-    entry = mkdocs_yml.read(Path(path), str(path))
+    """Read and validate the `handbook` entry of the configuration at `path` (a file, or
+    a folder where `site_config.find` looks for one)."""
+    chosen = site_config.find(Path(path))
+    shown = str(chosen) if chosen != Path(path) else str(path)
+    entry = site_config.read(chosen, shown)
     if isinstance(entry, Finding):
         raise ConfigError([entry])
     return from_options(
         entry.options,
-        config_path=Path(path),
-        shown=str(path),
+        config_path=chosen / "handbook.yml" if chosen.is_dir() else chosen,  # a skills folder
+        shown=shown,
         places={"": entry.where, **entry.option_places},
         mkdocs=entry.settings,
         mkdocs_places=entry.setting_places,

@@ -58,15 +58,23 @@ def catalog_meta(meta: Mapping[str, Any], leave_out: Collection[str] = ()) -> di
     return {filter_name(k) or k: v for k, v in meta.items() if k not in leave_out}
 
 
+MAX_FILTER_CHARS = 120
+"""A longer string is prose (a skill's `description`), shown with the doc, never matched."""
+
+
 def is_filter_value(value: Any) -> bool:
-    """A scalar, or a list of scalars: what a filter can match."""
+    """A short scalar, or a list of them: what a filter can match."""
     if isinstance(value, list):
-        return all(isinstance(v, (str, int, bool)) for v in value)
-    return isinstance(value, (str, int, bool))
+        return all(not isinstance(v, list) and is_filter_value(v) for v in value)
+    if isinstance(value, str):
+        return len(value) <= MAX_FILTER_CHARS and "\n" not in value
+    return isinstance(value, (int, bool))
 
 
-def check(doc: Doc) -> Iterator[Finding]:
-    """The findings about the names of a doc's app fields."""
+def check(doc: Doc, standard: Collection[str] = ()) -> Iterator[Finding]:
+    """The findings about the names of a doc's app fields; a name in `standard` is
+    spelled by a specification the author follows (a skill's `allowed-tools`), so its
+    filter name goes without a notice."""
     taken: dict[str, str] = {}
     for name in doc.fields:
         if name in CORE_FIELDS:
@@ -95,7 +103,7 @@ def check(doc: Doc) -> Iterator[Finding]:
             )
         else:
             taken[normalised] = name
-            if normalised != name:
+            if normalised != name and name not in standard:
                 yield rules.FIELD_NAME_NORMALISED.at(
                     doc.path, at.line, at.col, name=name, normalised=normalised
                 )

@@ -306,6 +306,16 @@ def _check_adopt(value: Any, key: str, errors: Problems) -> Adoption | None:
     return Adoption(tuple(kinds.items()), str(default))
 
 
+LAYOUTS = ("site", "skills")
+
+
+def _check_layout(value: Any, key: str, errors: Problems) -> str:
+    if value not in LAYOUTS:
+        errors.add(key, f"{value!r} is not a layout; expected one of: {', '.join(LAYOUTS)}")
+        return "site"
+    return str(value)
+
+
 def _limits_table() -> str:
     rows = [f"| `{f.name}` | {f.default} | {f.metadata['meaning']} |" for f in fields(Limits)]
     return "\n".join(["| key | default | meaning |", "|---|---|---|", *rows])
@@ -470,6 +480,21 @@ OPTIONS: tuple[Option, ...] = (
             so a mirror that keeps serving an old version cannot freeze its readers on it.
             Rebuild and republish before it runs out. `handbook build --expires`
             overrides it. Default: no expiry.
+        """),
+    ),
+    Option(
+        "layout",
+        str,
+        "site",
+        _check_layout,
+        "Which markdown files are docs: every page (`site`), or only Agent Skills (`skills`).",
+        cleandoc("""
+            `site` (the default): every markdown file of the docs folder is a doc (a
+            folder with `SKILL.md` or `index.md` is one doc with attached files).
+            `skills`: only folders holding a `SKILL.md` are docs — a tree of Agent
+            Skills, whose other markdown (a README, a spec) is not the library's, each
+            skill held to the Agent Skills specification (HB701-HB706). A folder of
+            skills with no configuration at all is read this way.
         """),
     ),
     Option(

@@ -172,7 +172,7 @@ def check(
     and `on_doc(doc)` for each doc that parsed, in path order, while worker processes
     are still parsing the rest (the build indexes docs there, on the otherwise idle
     main process)."""
-    found = discover(config.docs_dir, config.exclude)
+    found = discover(config.docs_dir, config.exclude, skills_only=config.layout == "skills")
     findings = list(found.findings)
     docs = []
     total = len(found.paths)

@@ -74,6 +74,12 @@ def release(
 ) -> Release:
     """Run the release; raise ReleaseError (nothing changed) when it cannot."""
     config = load_config(config_path)
+    config_path = config.config_path
+    if config_path.suffix not in (".yml", ".yaml") or not config_path.is_file():
+        raise ReleaseError(
+            f"{config_path}: release writes the version into a YAML configuration; "
+            "put the handbook entry in handbook.yml (`handbook init --adopt` writes one)"
+        )
     repo = Path(_git(config_path.resolve().parent, "rev-parse", "--show-toplevel").strip())
     current_branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
     if current_branch != branch:
@@ -159,8 +165,8 @@ def _build_and_pack(config: Config, version: str, key: Ed25519PrivateKey) -> Pat
 
 
 def set_version(text: bytes, version: str, path: Path) -> bytes:
-    """`mkdocs.yml` with the handbook entry's version replaced on its own line; every
-    other byte stays (comments, order, quoting of the rest)."""
+    """The YAML configuration with the handbook entry's version replaced on its own
+    line; every other byte stays (comments, order, quoting of the rest)."""
     node = _version_node(text, path)
     source = text.decode("utf-8")
     start, end = (
@@ -171,21 +177,23 @@ def set_version(text: bytes, version: str, path: Path) -> bytes:
 
 
 def _version_node(text: bytes, path: Path) -> yaml.Node:
-    """The value node of `version:` inside the `handbook` plugin entry."""
+    """The value node of the handbook entry's `version:`: under `plugins:`, under a
+    top-level `handbook:`, or at the top of a standalone handbook.yml."""
     root = yaml.compose(
         text.decode("utf-8"), Loader=yaml.SafeLoader
     )  # nodes only: MkDocs' tags need no constructor
+    entries: list[yaml.Node] = [root] if root is not None and path.name == "handbook.yml" else []
     for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
-        if key.value != "plugins":
-            continue
-        entries = value.value if isinstance(value, yaml.SequenceNode) else [value]
-        for entry in entries:
-            pairs = entry.value if isinstance(entry, yaml.MappingNode) else []
-            for name, options in pairs:
-                if name.value == "handbook" and isinstance(options, yaml.MappingNode):
-                    for option, option_value in options.value:
-                        if option.value == "version" and isinstance(option_value, yaml.ScalarNode):
-                            return option_value
+        if key.value == "handbook":
+            entries.append(value)
+        if key.value == "plugins":
+            for entry in value.value if isinstance(value, yaml.SequenceNode) else [value]:
+                pairs = entry.value if isinstance(entry, yaml.MappingNode) else []
+                entries += [options for name, options in pairs if name.value == "handbook"]
+    for options in entries:
+        for option, option_value in options.value if isinstance(options, yaml.MappingNode) else ():
+            if option.value == "version" and isinstance(option_value, yaml.ScalarNode):
+                return option_value
     raise ReleaseError(f"{path}: no handbook.version to update")
 
 

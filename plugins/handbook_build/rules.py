@@ -73,11 +73,15 @@ CONFIG_INVALID = _rule(
     ERROR,
     "The handbook configuration is missing, malformed or has a wrong key or value.",
     option="handbook.{key}: {problem}",
-    no_file="no such file; pass --config PATH or create {path}",
+    no_file="no such file; pass --config PATH, create {path} or run `handbook init`",
     unreadable="cannot read: {error}",
     yaml="invalid YAML: {problem}",
-    not_mapping="mkdocs.yml must be a mapping of settings",
-    no_entry="no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+    toml="invalid TOML: {problem}",
+    not_mapping="the configuration must be a mapping of settings",
+    no_entry="no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`,"
+    " or run `handbook init --adopt`",
+    no_table="no `[project.plugins.handbook]` table; add one with `library` and `version`,"
+    " or run `handbook init --adopt`",
     entry_not_mapping="handbook: must be a mapping of options",
     docs_dir="docs_dir: {path} is not a directory",
 )
@@ -383,4 +387,64 @@ ID_DERIVED_TWICE = _rule(
     "Two pages' paths give the same id; the later one is served under another.",
     "id `{id}` is also derived for {first}; this page is served as `{served}`: "
     "give it an id, or pin every id with `handbook adopt --write`",
+)
+
+
+# -- Agent Skills (the specification's rules, for every SKILL.md) ------------------------------
+
+SKILL_NAME = _rule(
+    "HB701",
+    "skill-name",
+    ERROR,
+    "A skill's `name` is missing, malformed or not its folder's name.",
+    missing="a skill needs a `name`: its folder's name, `{folder}`",
+    not_text="`name` must be text, not {type}",
+    long="`name` has {chars} characters; the Agent Skills limit is 64",
+    grammar="`name` {name!r} may hold only a-z, 0-9 and single hyphens inside a word "
+    "(not at either end): try `{suggest}`",
+    folder="`name` {name!r} is not its folder's name `{folder}`: rename one to match",
+)
+SKILL_DESCRIPTION = _rule(
+    "HB702",
+    "skill-description",
+    ERROR,
+    "A skill's `description` is missing, empty or over 1,024 characters.",
+    missing="a skill needs a `description`: what it does and when to use it",
+    empty="`description` is empty: say what the skill does and when to use it",
+    not_text="`description` must be text, not {type}",
+    long="`description` has {chars:,} characters; the Agent Skills limit is 1,024",
+)
+SKILL_COMPATIBILITY = _rule(
+    "HB703",
+    "skill-compatibility",
+    ERROR,
+    "A skill's `compatibility` is not text of 1 to 500 characters.",
+    not_text="`compatibility` must be text, not {type}",
+    empty="`compatibility` is empty: leave it out unless the skill has requirements",
+    long="`compatibility` has {chars:,} characters; the Agent Skills limit is 500",
+)
+SKILL_METADATA = _rule(
+    "HB704",
+    "skill-metadata",
+    ERROR,
+    "A skill's `metadata` is not a map of text keys to text values.",
+    not_map="`metadata` must be a map of keys to text values, not {type}",
+    value="`metadata.{key}` must be text, not {type}: quote it",
+)
+SKILL_ALLOWED_TOOLS = _rule(
+    "HB705",
+    "skill-allowed-tools",
+    WARN,
+    "A skill's `allowed-tools` (experimental in the specification) is not one line of "
+    "space-separated tool names.",
+    "`allowed-tools` must be one line of space-separated tool names, not {type}",
+)
+SKILL_BODY_LONG = _rule(
+    "HB706",
+    "skill-body-long",
+    WARN,
+    "A skill's body is over the specification's recommended 500 lines or about 5,000 tokens.",
+    "the skill's body has {lines:,} lines and about {tokens:,} tokens; the Agent Skills "
+    "specification recommends under 500 lines and 5,000 tokens: move detail into "
+    "`references/` files",
 )

@@ -51,7 +51,9 @@ class Discovery:
     resources: dict[str, list[str]] = field(default_factory=dict)
 
 
-def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
+def discover(root: Path, exclude: Sequence[str] = (), skills_only: bool = False) -> Discovery:
+    """Every doc under `root` and the files attached to folder docs; with `skills_only`,
+    only the folders holding a SKILL.md are docs (other markdown is not the library's)."""
     paths: list[str] = []
     others: list[str] = []
     findings: list[Finding] = []
@@ -75,6 +77,9 @@ def discover(root: Path, exclude: Sequence[str] = ()) -> Discovery:
     paths.sort()
     findings.extend(_collisions(sorted(paths + others)))
     docs, resources = _folder_docs(paths, others)
+    if skills_only:
+        docs = [d for d in docs if posixpath.basename(d) == "SKILL.md"]
+        resources = {d: files for d, files in resources.items() if d in docs}
     for doc, files in resources.items():
         # an attached file's path in its folder becomes a bundle path: refuse here what the
         # bundle would refuse (check_path: NFC, C1 controls, …), so check and build agree

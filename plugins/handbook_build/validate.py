@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import field_names, rules, schema, snippets, unsafe_html
+from . import field_names, rules, schema, skills, snippets, unsafe_html
 from .config import Config
 from .findings import Finding
 from .parse import Doc
@@ -16,10 +16,15 @@ from .parse import Doc
 def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
-    """The rules that need only this doc: fields, their names, snippets and script in the
+    """The rules that need only this doc: fields, their names, a skill's, snippets and script in the
     body (not looked for when the library switched HB403 off: it reads every paragraph)."""
     findings = (
-        schema.check(doc, config) + list(field_names.check(doc)) + snippets.check(doc, validators)
+        schema.check(doc, config)
+        + list(
+            field_names.check(doc, skills.SPEC_FIELDS if skills.claims_spec(doc, config) else ())
+        )
+        + list(skills.check(doc, config))
+        + snippets.check(doc, validators)
     )
     if config.levels.get(rules.UNSAFE_HTML.code) != "off":
         findings += unsafe_html.check(doc)

@@ -70,7 +70,7 @@ def test_json_format_is_a_list_of_findings() -> None:
         "severity": "error",
     }
     assert {f["severity"] for f in findings} == {"error", "warn", "notice"}
-    assert run.stderr.strip() == "27 files checked (19 docs): 36 errors, 2 warnings, 1 notice"
+    assert run.stderr.strip() == "33 files checked (25 docs): 40 errors, 4 warnings, 1 notice"
 
 
 def test_github_format_uses_paths_from_the_working_directory(
@@ -135,7 +135,8 @@ def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
     run = run_cli("check", "--config", str(tmp_path / "nope.yml"))
     assert run.exit_code == 2
     assert run.lines == [
-        f"{tmp_path / 'nope.yml'}:1:1: HB001 no such file; pass --config PATH or create {tmp_path / 'nope.yml'}"
+        f"{tmp_path / 'nope.yml'}:1:1: HB001 no such file; pass --config PATH, "
+        f"create {tmp_path / 'nope.yml'} or run `handbook init`"
     ]
 
 

@@ -112,7 +112,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "11:7: HB001 handbook.exclude: must be a list of glob patterns",
         "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
         "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
-        "signing_key, expires, adopt, default_lang",
+        "signing_key, expires, layout, adopt, default_lang",
     ]
 
 
@@ -141,13 +141,15 @@ def test_validator_that_cannot_be_imported(tmp_path: Path) -> None:
     [
         (
             "site_name: x\n",
-            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`,"
+            " or run `handbook init --adopt`",
         ),
         (
             "plugins: [search]\n",
-            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`",
+            "1:1: HB001 no `handbook` entry under `plugins:`; add `- handbook:` with `library` and `version`,"
+            " or run `handbook init --adopt`",
         ),
-        ("- a list\n", "1:1: HB001 mkdocs.yml must be a mapping of settings"),
+        ("- a list\n", "1:1: HB001 the configuration must be a mapping of settings"),
         ("site_name: [x\n", "2:1: HB001 invalid YAML: expected ',' or ']', but got '<stream end>'"),
         ("plugins:\n  - handbook\n", "2:5: HB001 handbook.library: is required"),
         ("plugins:\n  - handbook: [a]\n", "2:5: HB001 handbook: must be a mapping of options"),

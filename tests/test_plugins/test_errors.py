@@ -75,7 +75,7 @@ def test_a_configuration_error_is_a_usage_error_with_its_findings(
     run = run_cli(command, *(["--patch"] if command == "release" else []), "--config", str(missing))
     assert run.exit_code == 2
     assert run.lines == [
-        f"{missing}:1:1: HB001 no such file; pass --config PATH or create {missing}"
+        f"{missing}:1:1: HB001 no such file; pass --config PATH, create {missing} or run `handbook init`"
     ]
     assert run.stderr == f"{missing}: configuration error, nothing checked\n"
 
