@@ -104,13 +104,39 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
     "git+https://host/org/handbook@<commit or tag>, a wheel URL, or handbook==<version> "
     "from your index [default: the commit this Handbook runs from, when a git remote has it].",
 )
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Make the existing site (mkdocs.yml, zensical.yml/.toml) or Agent Skills folder "
+    "in FOLDER a library, as it stands: add the `handbook` entry, nothing else of it.",
+)
 def init_command(
-    folder: str, library: str | None, title: str | None, install_from: str | None
+    folder: str, library: str | None, title: str | None, install_from: str | None, adopt: bool
 ) -> None:
     """Start a new library in FOLDER: mkdocs.yml with the plugin, example docs, a
     .gitignore and a GitHub workflow that checks pushes and releases version tags.
-    Nothing is overwritten."""
+    Nothing is overwritten.
+
+    With --adopt, FOLDER already holds a site or skills: its configuration gains the
+    `handbook` entry (or a handbook.yml beside it), missing frontmatter is derived at
+    every check, and the workflow is written if there is none."""
     from .scaffold import init
+
+    if adopt:
+        from .adopt_site import adopt_site
+
+        adopted = adopt_site(Path(folder), library, install_from)
+        for path in adopted.changed:
+            click.echo(f"added the handbook entry to {path}")
+        for path in adopted.written:
+            click.echo(f"wrote {path}")
+        for note in adopted.notes:
+            click.echo(f"note: {note}")
+        click.echo(
+            f"next: cd {folder} && handbook check --explain (what was derived, and from what); "
+            "handbook adopt to preview pinning it into the pages"
+        )
+        return
 
     started = init(Path(folder), library, title, install_from)
     for path in started.files:

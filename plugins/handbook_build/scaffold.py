@@ -45,9 +45,7 @@ def files(library: str, title: str, install_from: str) -> dict[str, str]:
         "docs/index.md": INDEX.format(library=library, title=json.dumps(title), heading=title),
         "docs/guides/writing-docs.md": GUIDE.format(library=library),
         ".gitignore": GITIGNORE,
-        ".github/workflows/handbook.yml": WORKFLOW.replace(
-            "{install_from}", json.dumps(install_from)
-        ),
+        ".github/workflows/handbook.yml": workflow(install_from),
     }
 
 
@@ -181,10 +179,23 @@ site/
 __pycache__/
 """
 
+
+def workflow(install_from: str, adopted: bool = False) -> str:
+    """The GitHub workflow. A new library is checked with `--strict` and released with
+    `mkdocs build` (site and bundle), the site deployed to Pages; an adopted site's
+    content is accepted as it stands (warnings annotate, errors fail), and its release
+    builds the bundle alone: the site keeps whatever publishes it today."""
+    parts = _ADOPTED if adopted else _NEW
+    text = WORKFLOW.replace("{install_from}", json.dumps(install_from))
+    for marker, value in parts.items():
+        text = text.replace("{" + marker + "}", value)
+    return text
+
+
 WORKFLOW = """\
-# Checks every push and pull request; on a version tag (v1.2.3) builds strictly, signs
-# with the HANDBOOK_SIGNING_KEY secret, packs the bundle, attaches it to a GitHub
-# release and deploys the site to GitHub Pages. HANDBOOK is the pip requirement that
+# Checks every push and pull request; on a version tag (v1.2.3) builds{strictly}, signs
+# with the HANDBOOK_SIGNING_KEY secret, packs the bundle and attaches it to a GitHub
+# release{and_pages}. HANDBOOK is the pip requirement that
 # installs Handbook (handbook init --install-from): keep it pinned to a commit, tag or
 # version, so every run checks with the same Handbook.
 name: handbook
@@ -209,7 +220,7 @@ jobs:
           python-version: "3.12"
       - run: pip install "$HANDBOOK"
       - name: Check every doc (findings become annotations)
-        run: handbook check --format github --strict
+        run: handbook check --format github{strict}
 
   release:
     if: startsWith(github.ref, 'refs/tags/v')
@@ -217,12 +228,7 @@ jobs:
     runs-on: ubuntu-latest
     permissions:
       contents: write
-      pages: write
-      id-token: write
-    environment:
-      name: github-pages
-      url: ${{ steps.deploy.outputs.page_url }}
-    steps:
+{pages_permissions}    steps:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0
@@ -230,10 +236,10 @@ jobs:
         with:
           python-version: "3.12"
       - run: pip install "$HANDBOOK"
-      - name: Build the site and the signed bundle
+      - name: Build the {built}
         run: |
           export SOURCE_DATE_EPOCH="$(git log -1 --format=%ct)"
-          mkdocs build --strict
+          {build}
         env:
           HANDBOOK_SIGNING_KEY: ${{ secrets.HANDBOOK_SIGNING_KEY }}
       - name: Pack the bundle
@@ -242,9 +248,35 @@ jobs:
         run: gh release create "$GITHUB_REF_NAME" "bundle-${GITHUB_REF_NAME}.tar.gz" --generate-notes --verify-tag
         env:
           GH_TOKEN: ${{ github.token }}
+{pages_steps}"""
+
+_NEW = {
+    "strictly": " strictly",
+    "and_pages": " and deploys the site to GitHub Pages",
+    "strict": " --strict",
+    "pages_permissions": """\
+      pages: write
+      id-token: write
+    environment:
+      name: github-pages
+      url: ${{ steps.deploy.outputs.page_url }}
+""",
+    "built": "site and the signed bundle",
+    "build": "mkdocs build --strict",
+    "pages_steps": """\
       - uses: actions/upload-pages-artifact@v3
         with:
           path: build/site
       - id: deploy
         uses: actions/deploy-pages@v4
-"""
+""",
+}
+_ADOPTED = {
+    "strictly": "",
+    "and_pages": " (the site is published as it was before)",
+    "strict": "",
+    "pages_permissions": "",
+    "built": "signed bundle",
+    "build": "handbook build",
+    "pages_steps": "",
+}

@@ -93,14 +93,16 @@ def find(path: Path) -> Path:
     return path if not path.is_dir() else path / "mkdocs.yml"
 
 
-def read(path: Path, shown: str) -> Entry | Finding:
+def read(path: Path, shown: str, entry_optional: bool = False) -> Entry | Finding:
     """The `handbook` entry that the file (or skills folder) at `path` gives, or the
-    finding that says why there is none; `shown` is the path as findings print it."""
+    finding that says why there is none; `shown` is the path as findings print it. With
+    `entry_optional`, a site configuration without an entry gives its settings and no
+    options."""
     if path.is_dir():
         return _skills_folder(path)
     if path.suffix == ".toml":
-        return _toml(path, shown)
-    entry = _yaml(path, shown)
+        return _toml(path, shown, entry_optional)
+    entry = _yaml(path, shown, entry_optional)
     if isinstance(entry, Entry) and path.name == "handbook.yml":
         return _standalone(entry, path, shown)
     return entry
