@@ -20,6 +20,7 @@ from typing import Any
 from . import mkdocs_yml, rules
 from .errors import ConfigError
 from .findings import Finding, Level
+from .includes import Configured, configured
 from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Limits, Problems
 
 
@@ -50,6 +51,8 @@ class Config:
     site_name: str
     site_description: str
     site_url: str
+    includes: tuple[Configured, ...] = ()
+    """The include extensions among `markdown_extensions`, with their options."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -137,6 +140,7 @@ def from_options(
         site_name=_text(mkdocs.get("site_name")),
         site_description=_text(mkdocs.get("site_description")),
         site_url=_text(mkdocs.get("site_url")),
+        includes=configured(mkdocs.get("markdown_extensions")),
     )
 
 

@@ -68,7 +68,7 @@ def test_json_format_is_a_list_of_findings() -> None:
         "severity": "error",
     }
     assert {f["severity"] for f in findings} == {"error", "warn", "notice"}
-    assert run.stderr.strip() == "27 files checked (19 docs): 36 errors, 2 warnings, 1 notice"
+    assert run.stderr.strip() == "28 files checked (20 docs): 39 errors, 2 warnings, 1 notice"
 
 
 def test_github_format_uses_paths_from_the_working_directory(
