@@ -12,10 +12,8 @@ to a page are not applied.
 
 Three things the extensions do not say, and how they are had here:
 
-- *Where each line came from.* Each body line goes in as a `str` that knows its number;
-  the extensions pass the lines they leave alone through as the same object, so a
-  marked line out is the author's own line, and unmarked lines between two marked ones
-  came from the first source line that did not come through (the include line).
+- *Where each line came from.* The body's lines go in marked with their numbers, and
+  the extensions pass the ones they leave alone through (`origins`).
 - *Which include failed.* Left to itself, an extension drops an include it cannot
   expand, or stops the page at the first one. The page is expanded with failures
   tolerated (snippets' `check_paths: false`); then every line that did not come
@@ -30,7 +28,6 @@ a batch of docs in the process that parses them, never pickled or kept across bu
 
 from __future__ import annotations
 
-import bisect
 import functools
 import logging
 import os
@@ -40,13 +37,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, SupportsIndex
+from typing import Any, NamedTuple
 
 import markdown
 from markdown.preprocessors import Preprocessor
 
 from . import rules
 from .findings import Finding
+from .origins import Marked, Run, trace
 
 
 @dataclass(frozen=True)
@@ -103,27 +101,6 @@ def configured(extensions: object) -> tuple[Configured, ...]:
     return tuple(Configured(name, options) for name, options in found.items())
 
 
-class Run(NamedTuple):
-    """Consecutive lines of the expanded body that come from the same place."""
-
-    start: int
-    """The run's first line in the expanded body (0-based)."""
-    source: int
-    """Where its first line is in the body as written (0-based)."""
-    included: bool
-    """Text an include brought in: every line of the run is at `source`, the include line.
-    Otherwise the run's lines are the author's, one for one."""
-
-
-def source_line(runs: Sequence[Run], line: int) -> tuple[int, bool]:
-    """Where a line of the expanded body is written (0-based), and whether it is included
-    text (then it is the line of the include that brought it)."""
-    if not runs:
-        return line, False
-    run = runs[max(bisect.bisect_right(runs, line, key=lambda r: r.start) - 1, 0)]
-    return (run.source, True) if run.included else (run.source + line - run.start, False)
-
-
 @dataclass(frozen=True)
 class Expansion:
     body: str
@@ -131,24 +108,6 @@ class Expansion:
     """The expanded body's lines mapped to the body as written; () when nothing changed."""
     findings: tuple[Finding, ...]
     """The includes that could not be expanded."""
-
-
-class _Line(str):
-    """A line of the body as written, that knows its number."""
-
-    number: int
-
-    def __new__(cls, text: str, number: int) -> _Line:
-        line = super().__new__(cls, text)
-        line.number = number
-        return line
-
-    def __getitem__(self, key: SupportsIndex | slice) -> str:
-        # a whole-line slice is the line itself, as for a plain str (mdx_include passes
-        # lines on as `line[c:]`)
-        if isinstance(key, slice) and key.indices(len(self)) == (0, len(self), 1):
-            return self
-        return super().__getitem__(key)
 
 
 class _Failure(NamedTuple):
@@ -166,18 +125,18 @@ class Expander:
     def __init__(self, extensions: Sequence[Configured], base: Path, max_chars: int) -> None:
         """`base` is the config's folder; an expansion over `max_chars` is not kept (parsing
         it would cost hundreds of bytes a character)."""
-        self.base, self.max_chars = base, max_chars
-        self.usable: list[Configured] = []
+        self.max_chars = max_chars
+        self.usable: dict[str, dict[str, Any]] = {}
+        """Extension -> its options, with paths made absolute."""
         self.unusable: list[tuple[Configured, str]] = []
         """Extensions that cannot run: not installed (""), or the error their options give."""
         for extension in extensions:
             try:
-                self._markdown([extension], {})
+                self.usable[extension.name] = _resolved(extension, base)
             except Exception as exc:  # ImportError when missing; anything from bad options
                 self.unusable.append((extension, "" if isinstance(exc, ImportError) else str(exc)))
-            else:
-                self.usable.append(extension)
         self.lenient = self._chain(lambda known: known.lenient)
+        self.alone = self._chain(lambda known: {**known.lenient, **known.per_page})
         self.strict = self._chain(lambda known: {**known.strict, **known.per_page})
 
     def expand(self, path: str, body: str, body_line: int) -> Expansion:
@@ -186,18 +145,22 @@ class Expander:
         failures = list(self._unusable(written))
         if not self.lenient:
             return Expansion(body, (), self._findings(path, body_line, written, failures))
-        out: list[str] = [_Line(text, n) for n, text in enumerate(written)]
+        out: list[str] = [Marked(text, n) for n, text in enumerate(written)]
         page_error = ""
-        for pre in self.lenient:
+        for pre, alone in zip(self.lenient, self.alone, strict=True):
             try:
                 out = pre.run(list(out))  # snippets appends to the list it is given
-            except Exception as exc:  # this extension's includes stay as written
+            except Exception as exc:  # then each line on its own, failing ones as they are
                 page_error = _describe(exc)
-        kept = {line.number for line in out if isinstance(line, _Line)}
-        failures += self._failing(written, _groups(n for n in range(len(written)) if n not in kept))
-        if page_error:  # find the lines that fail on their own
-            alone = self._failing(written, ([n] for n in range(len(written))))
-            failures += alone or [_Failure(0, "page", page_error)]
+                out = [new for line in out for new in _run([alone], [line])]
+        kept = {line.number for line in out if isinstance(line, Marked)}
+        gone = _groups(n for n in range(len(written)) if n not in kept)
+        probed = self._failing(written, gone)
+        if page_error:
+            probed.update(self._failing(written, ([n] for n in range(len(written)))))
+        failures += [_Failure(n, "", error) for n, (error, _) in probed.items() if error]
+        if page_error and not any(error for error, _ in probed.values()):
+            failures.append(_Failure(0, "page", page_error))
         if self._appended_error:
             failures.append(_Failure(len(written) - 1, "appended", self._appended_error))
         findings = self._findings(path, body_line, written, failures)
@@ -207,23 +170,28 @@ class Expander:
                 path, body_line, variant="too_long", chars=len(text), limit=self.max_chars
             )
             return Expansion(body, (), (*findings, too_long))
-        return Expansion(text, _runs(out, kept, len(written)), findings)
+        produced = {n: count for n, (_, count) in probed.items()}
+        return Expansion(text, trace(out, len(written), produced), findings)
 
-    def _failing(self, written: list[str], groups: Iterable[list[int]]) -> list[_Failure]:
-        """The lines of `groups` that fail on their own; a group of lines (a block of paths
-        between `--8<--` markers) is tried whole when none of its lines fails alone."""
-        failures = []
+    def _failing(
+        self, written: list[str], groups: Iterable[list[int]]
+    ) -> dict[int, tuple[str, int]]:
+        """Each line of `groups` expanded on its own: line -> (the error the extensions
+        give when told to fail, or "", the number of lines it gives in the page). A group
+        of lines (a block of paths between `--8<--` markers) is tried whole when none
+        fails alone; its error is at its first line."""
+        probed = {}
         for group in groups:
-            found = [_Failure(n, "", error) for n in group if (error := self._error([written[n]]))]
-            if not found and len(group) > 1:
-                error = self._error([written[n] for n in group])
-                found = [_Failure(group[0], "", error)] if error else []
-            failures += found
-        return failures
-
-    def _error(self, lines: list[str]) -> str:
-        """What the extensions, told to fail, say about `lines` alone ("" if nothing)."""
-        return _failure(self.strict, lines)
+            found = {
+                n: (_failure(self.strict, [written[n]]), len(_run(self.alone, [written[n]])))
+                for n in group
+            }
+            if len(group) > 1 and not any(error for error, _ in found.values()):
+                error = _failure(self.strict, [written[n] for n in group])
+                if error:
+                    found[group[0]] = (error, found[group[0]][1])
+            probed.update(found)
+        return probed
 
     @functools.cached_property
     def _appended_error(self) -> str:
@@ -255,27 +223,27 @@ class Expander:
             for f in sorted(set(failures))
         )
 
-    def _markdown(
-        self, extensions: Sequence[Configured], overrides: Mapping[str, Mapping[str, object]]
-    ) -> markdown.Markdown:
-        configs = {e.name: {**self._resolved(e), **overrides.get(e.name, {})} for e in extensions}
-        return markdown.Markdown(extensions=[e.name for e in extensions], extension_configs=configs)
-
-    def _resolved(self, extension: Configured) -> Any:
-        """The options, with their paths made relative to the config's folder."""
-        options = extension.options
-        if not isinstance(options, Mapping):
-            return options  # Markdown refuses it, and says why
-        paths = KNOWN[extension.name].paths
-        return {k: _absolute(v, self.base) if k in paths else v for k, v in options.items()}
-
     def _chain(self, choose: Callable[[Known], Mapping[str, object]]) -> list[Preprocessor]:
         """The preprocessors the usable extensions register, in the order Markdown runs
         them, with the options `choose` gives each over the site's."""
         if not self.usable:
             return []
-        md = self._markdown(self.usable, {e.name: choose(KNOWN[e.name]) for e in self.usable})
+        md = markdown.Markdown(
+            extensions=list(self.usable),
+            extension_configs={
+                name: {**options, **choose(KNOWN[name])} for name, options in self.usable.items()
+            },
+        )
         return [pre for pre in md.preprocessors if type(pre) not in _builtin_preprocessors()]
+
+
+def _resolved(extension: Configured, base: Path) -> dict[str, Any]:
+    """The extension's options, with the paths in them (or in its defaults) made absolute
+    from the config's folder. Raises what the extension raises: ImportError when it is not
+    installed, and whatever it says of options it refuses."""
+    built = markdown.Markdown().build_extension(extension.name, extension.options)
+    options = built.getConfigs()
+    return {**options, **{k: _absolute(options[k], base) for k in KNOWN[extension.name].paths}}
 
 
 @functools.cache
@@ -292,7 +260,7 @@ def _absolute(value: object, base: Path) -> object:
 
 
 def _failure(chain: Sequence[Preprocessor], lines: list[str]) -> str:
-    """What `chain` raises or logs as an error over `lines` ("" if nothing)."""
+    """What `chain` raises or logs as an error over `lines`, or ""."""
     with _logged_errors() as logged:
         try:
             for pre in chain:
@@ -300,6 +268,16 @@ def _failure(chain: Sequence[Preprocessor], lines: list[str]) -> str:
         except Exception as exc:
             return _describe(exc)
     return logged[0] if logged else ""
+
+
+def _run(chain: Sequence[Preprocessor], lines: list[str]) -> list[str]:
+    """`lines` through `chain`; as they are if it fails on them."""
+    try:
+        for pre in chain:
+            lines = pre.run(list(lines))
+    except Exception:
+        pass
+    return lines
 
 
 class _Collect(logging.Handler):
@@ -339,22 +317,6 @@ def _groups(numbers: Iterable[int]) -> Iterator[list[int]]:
         group.append(n)
     if group:
         yield group
-
-
-def _runs(out: list[str], kept: set[int], written: int) -> tuple[Run, ...]:
-    runs: list[Run] = []
-    last = -1
-    for i, line in enumerate(out):
-        if isinstance(line, _Line) and line.number > last:
-            last = line.number
-            prev = runs[-1] if runs else None
-            if prev is None or prev.included or prev.source + i - prev.start != last:
-                runs.append(Run(i, last, False))
-            continue
-        origin = last + 1 if last + 1 < written and last + 1 not in kept else max(last, 0)
-        if not runs or not runs[-1].included or runs[-1].source != origin:
-            runs.append(Run(i, origin, True))
-    return () if runs == [Run(0, 0, False)] and len(out) == written else tuple(runs)
 
 
 _SHOWN = 120

@@ -31,7 +31,8 @@ from .errors import FrontmatterError
 from .findings import Finding
 from .frontmatter import BoolWord, Field, Mark
 from .frontmatter import parse as parse_frontmatter
-from .includes import Expander, Run, source_line
+from .includes import Expander
+from .origins import Run, source_line
 from .source import Text
 
 SECTION_LEVELS = (2,)
@@ -147,6 +148,15 @@ def parse(source: Text, expander: Expander | None = None) -> tuple[Doc | None, l
         origin,
     )
     return doc, fm.findings
+
+
+def written_body(source: Text) -> str | None:
+    """The body as the file has it, includes not expanded, split off as `parse` does;
+    None when the frontmatter cannot be read."""
+    try:
+        return source.text[parse_frontmatter(source.path, source.text).body_offset :]
+    except FrontmatterError:
+        return None
 
 
 def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:
