@@ -44,7 +44,7 @@ from markdown.preprocessors import Preprocessor
 
 from . import rules
 from .findings import Finding
-from .origins import Marked, Run, trace
+from .origins import Marked, Run, source_line, trace
 
 
 @dataclass(frozen=True)
@@ -165,13 +165,27 @@ class Expander:
             failures.append(_Failure(len(written) - 1, "appended", self._appended_error))
         findings = self._findings(path, body_line, written, failures)
         text = "\n".join(out)
+        origin = trace(out, len(written), {n: count for n, (_, count) in probed.items()})
+        refused = self._refused(path, body_line, written, text, origin)
+        if refused is not None:
+            return Expansion(body, (), (*findings, refused))
+        return Expansion(text, origin, findings)
+
+    def _refused(
+        self, path: str, body_line: int, written: list[str], text: str, origin: tuple[Run, ...]
+    ) -> Finding | None:
+        """Why the expanded `text` cannot be kept: far too long to parse, or a private key
+        an include brought in (a signing key beside mkdocs.yml is within snippets' default
+        base path, and the bundle is published)."""
         if len(text) > self.max_chars:
-            too_long = rules.INCLUDE_FAILED.at(
+            return rules.INCLUDE_FAILED.at(
                 path, body_line, variant="too_long", chars=len(text), limit=self.max_chars
             )
-            return Expansion(body, (), (*findings, too_long))
-        produced = {n: count for n, (_, count) in probed.items()}
-        return Expansion(text, trace(out, len(written), produced), findings)
+        key = _PRIVATE_KEY.search(text)
+        if key is None or _PRIVATE_KEY.search("\n".join(written)):
+            return None
+        line, _ = source_line(origin, text.count("\n", 0, key.start()))
+        return self._findings(path, body_line, written, [_Failure(line, "private_key")])[0]
 
     def _failing(
         self, written: list[str], groups: Iterable[list[int]]
@@ -319,6 +333,7 @@ def _groups(numbers: Iterable[int]) -> Iterator[list[int]]:
         yield group
 
 
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 _SHOWN = 120
 
 

@@ -356,4 +356,6 @@ INCLUDE_FAILED = _rule(
     "options ({error}); fix them in mkdocs.yml",
     too_long="includes make the body {chars:,} characters, far over the {limit:,} limit; "
     "they are not expanded: include less",
+    private_key="`{text}` brings in a private key, which would be published; the includes "
+    "are not expanded: never include a key file",
 )

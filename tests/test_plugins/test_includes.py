@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import KEY, PUBLIC
+from conftest import KEY, KEY_PEM, PUBLIC
 from markdown_it import MarkdownIt
 from pymdownx.snippets import SnippetPreprocessor
 
@@ -344,4 +344,20 @@ def test_mdx_include_and_markdown_include_variants(
     assert findings == [
         f"guide.md:11:1: HB511 `{{! parts/gone.md !}}` is not expanded: E: Could not find "
         f"file: {missing}; fix the include, or add the file or section it names"
+    ]
+
+
+def test_an_include_that_brings_in_a_private_key_is_not_expanded(tmp_path: Path) -> None:
+    body = 'Text.\n--8<-- "parts/intro.md"\n--8<-- "site.key"\n'
+    config = library(
+        tmp_path / "lib",
+        {"guide.md": body},
+        snippets(),
+        {**PARTS, "site.key": KEY_PEM},
+    )
+    bodies, findings = checked(config)
+    assert bodies["guide.md"] == body
+    assert findings == [
+        'guide.md:9:1: HB511 `--8<-- "site.key"` brings in a private key, which would be '
+        "published; the includes are not expanded: never include a key file"
     ]
