@@ -97,7 +97,11 @@ def configured(extensions: object) -> tuple[Configured, ...]:
         ]
     else:
         return ()
-    found = {name: {} if options is None else options for name, options in items if name in KNOWN}
+    found = {
+        name: {} if options is None else options
+        for name, options in items
+        if isinstance(name, str) and name in KNOWN
+    }
     return tuple(Configured(name, options) for name, options in found.items())
 
 

@@ -17,6 +17,7 @@ from pymdownx.snippets import SnippetPreprocessor
 
 from handbook.library import Library
 from handbook_build import load_config, pipeline
+from handbook_build.includes import Configured, configured
 from handbook_build.pipeline import build, check
 
 DOC = """\
@@ -361,3 +362,22 @@ def test_an_include_that_brings_in_a_private_key_is_not_expanded(tmp_path: Path)
         'guide.md:9:1: HB511 `--8<-- "site.key"` brings in a private key, which would be '
         "published; the includes are not expanded: never include a key file"
     ]
+
+
+def test_the_include_extensions_are_picked_from_markdown_extensions() -> None:
+    listed = [
+        "toc",
+        {"pymdownx.snippets": None},
+        {"a": 1, "b": 2},  # MkDocs refuses it: not ours to report
+        None,
+        {"mdx_include": {"base_path": "x"}},
+        {"pymdownx.snippets": {"check_paths": True}},  # the last one counts, as in MkDocs
+    ]
+    assert configured(listed) == (
+        Configured("pymdownx.snippets", {"check_paths": True}),
+        Configured("mdx_include", {"base_path": "x"}),
+    )
+    assert configured({"pymdownx.snippets": {}, "toc": {}}) == (
+        Configured("pymdownx.snippets", {}),
+    )
+    assert configured(None) == ()
