@@ -20,6 +20,7 @@ from typing import Any
 from . import rules, site_config
 from .errors import ConfigError
 from .findings import Finding, Level, Severity
+from .includes import Configured, configured
 from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Adoption, Limits, Problems
 from .rules import RULES
 
@@ -57,6 +58,8 @@ class Config:
     site_url: str
     nav_titles: Mapping[str, str] = field(default_factory=dict)
     """Page path -> its title in the site's nav (for titles adoption derives)."""
+    includes: tuple[Configured, ...] = ()
+    """The include extensions among `markdown_extensions`, with their options."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -161,6 +164,7 @@ def from_options(
         site_description=_text(mkdocs.get("site_description")),
         site_url=_text(mkdocs.get("site_url")),
         nav_titles=nav_titles(mkdocs.get("nav")),
+        includes=configured(mkdocs.get("markdown_extensions")),
     )
 
 

@@ -17,10 +17,13 @@ Events, in MkDocs' order:
   CSS and the bundle's ``llms.txt`` (at the site root) join the site's files.
 - ``on_page_read_source``: every page reaches MkDocs with its frontmatter HTML-escaped,
   since MkDocs and Material print a page's title and metadata as they are, into
-  `<title>`, the nav, meta tags and the search index. A doc's page is made from the
-  bundle (its fields and body as Handbook read and signed them), so MkDocs never reads
-  a doc's frontmatter its own way: it takes a block that ends the file without a line
-  break for body text, raw HTML and all. (MkDocs 1.6 prefers setting ``content_string``
+  `<title>`, the nav, meta tags and the search index. A doc's page is made from its
+  fields in the bundle and its body as Handbook splits it off the file, so MkDocs never
+  reads a doc's frontmatter its own way: it takes a block that ends the file without a
+  line break for body text, raw HTML and all. The body is the one written, not the
+  bundle's: the site's include extensions expand it for the page as they expanded it
+  for the bundle, and expanding the bundle's text again would add `auto_append` twice
+  and expand the includes a doc shows escaped. (MkDocs 1.6 prefers setting ``content_string``
   in ``on_files``; that forgets the source path other plugins read, git dates for one.)
 - ``on_page_markdown``: a doc page opens with its header card.
 - ``on_post_build``: the bundle is copied to ``<site_dir>/bundle/`` (as files, not as
@@ -56,6 +59,8 @@ from .errors import BuildError, ConfigError
 from .findings import Finding
 from .keys import signing_key
 from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
+from .parse import written_body
+from .source import Text
 
 log = logging.getLogger("mkdocs.plugins.handbook")
 
@@ -152,7 +157,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         doc = self.docs.get(page.file.src_uri)
         if doc is not None and self.bundle is not None:
             meta = pages.frontmatter(doc)
-            markdown = self.bundle.read(doc.content).decode("utf-8")
+            markdown = written_body(Text(doc.source, page.file.content_string))
+            if markdown is None:  # the file changed since the build
+                markdown = self.bundle.read(doc.content).decode("utf-8")
         else:  # not a doc (excluded, generated): as MkDocs reads it
             markdown, meta = get_data(page.file.content_string)
         return pages.page_source(pages.escaped(meta), markdown)

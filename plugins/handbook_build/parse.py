@@ -6,6 +6,11 @@ its line. Anchors are made the way MkDocs' toc makes them (Python-Markdown's own
 `slugify` and `unique` over every heading in order), so `get(doc, section=anchor)` and
 the site's `#anchor` links always agree.
 
+Given an `Expander`, the body is the markdown after the site's include extensions ran
+(`includes`), and everything here (headings, sections, offsets, fences and their lines)
+is about that text, counted as if it stood in the file from the body's first line on;
+`Doc.located` moves a finding about it to where its line is written.
+
 Only block parsing runs over the whole body; inline parsing runs on heading text alone.
 That keeps parsing linear and cheap on the 10,000-page corpus. The parts of a doc are
 named tuples because docs cross process boundaries, and tuples pickle fastest.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from markdown.extensions.toc import slugify, unique
@@ -26,6 +31,8 @@ from .errors import FrontmatterError
 from .findings import Finding
 from .frontmatter import BoolWord, Field, Mark
 from .frontmatter import parse as parse_frontmatter
+from .includes import Expander
+from .origins import Run, source_line
 from .source import Text
 
 SECTION_LEVELS = (2,)
@@ -82,6 +89,8 @@ class Doc:
     fences: tuple[Fence, ...]
     bool_words: tuple[BoolWord, ...]
     """The YAML 1.1 words in the frontmatter that were read as booleans."""
+    origin: tuple[Run, ...] = ()
+    """Where the lines of the expanded body are written; () when includes changed nothing."""
 
     @property
     def id(self) -> str:
@@ -92,6 +101,14 @@ class Doc:
     def lines(self) -> dict[str, int]:
         """Frontmatter key -> 1-based line."""
         return {name: f.key.line for name, f in self.fields.items()}
+
+    def located(self, finding: Finding) -> Finding:
+        """`finding`, made about a line of the expanded body, at the place that line is
+        written: included text is at its include line (the extensions keep no finer map)."""
+        if not self.origin or finding.line < self.body_line:
+            return finding
+        line, included = source_line(self.origin, finding.line - self.body_line)
+        return replace(finding, line=self.body_line + line, col=1 if included else finding.col)
 
     def key_at(self, key: str) -> Mark:
         """Where a frontmatter key is written, or the opening `---` when it is absent."""
@@ -104,15 +121,21 @@ class Doc:
         return found.value if found else Mark(1, 1)
 
 
-def parse(source: Text, frontmatter_optional: bool = False) -> tuple[Doc | None, list[Finding]]:
-    """The doc and the findings about its frontmatter's fields, or None and the findings
-    that make it unusable. With `frontmatter_optional`, a file without frontmatter is a
-    doc with no fields (adoption derives them)."""
+def parse(
+    source: Text, expander: Expander | None = None, frontmatter_optional: bool = False
+) -> tuple[Doc | None, list[Finding]]:
+    """The doc and the findings about its frontmatter's fields and its includes, or None
+    and the findings that make it unusable. With `frontmatter_optional`, a file without
+    frontmatter is a doc with no fields (adoption derives them)."""
     try:
         fm = parse_frontmatter(source.path, source.text, frontmatter_optional)
     except FrontmatterError as exc:
         return None, exc.findings
-    body = source.text[fm.body_offset :]
+    body, origin = source.text[fm.body_offset :], tuple[Run, ...]()
+    if expander is not None:
+        expansion = expander.expand(source.path, body, fm.body_line)
+        body, origin = expansion.body, expansion.runs
+        fm.findings.extend(expansion.findings)
     headings, fences = _structure(body, fm.body_line)
     sections = _sections(headings, len(body))
     doc = Doc(
@@ -125,8 +148,18 @@ def parse(source: Text, frontmatter_optional: bool = False) -> tuple[Doc | None,
         sections,
         fences,
         tuple(fm.bool_words),
+        origin,
     )
     return doc, fm.findings
+
+
+def written_body(source: Text) -> str | None:
+    """The body as the file has it, includes not expanded, split off as `parse` does;
+    None when the frontmatter cannot be read."""
+    try:
+        return source.text[parse_frontmatter(source.path, source.text).body_offset :]
+    except FrontmatterError:
+        return None
 
 
 def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:

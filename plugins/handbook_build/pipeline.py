@@ -28,6 +28,7 @@ from .config import Config
 from .emit import emit, index_entries
 from .errors import BuildError
 from .findings import Finding, Severity, apply_levels, count
+from .includes import Expander
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
 from .safe_paths import check_output
@@ -193,22 +194,36 @@ def check(
     return CheckResult(docs, apply_levels(findings, config.levels), found.resources, total)
 
 
-def load(config: Config, path: str) -> tuple[Doc | None, list[Finding]]:
-    """Read, parse and check one file."""
+def load(
+    config: Config, path: str, expander: Expander | None = None
+) -> tuple[Doc | None, list[Finding]]:
+    """Read, parse (includes expanded by `expander`, or one made for this file) and check
+    one file."""
     source = read(config.docs_dir, path)
     if not isinstance(source, Text):
         return None, [source]
-    too_long = max(4 * config.limits.body_max_chars, 256 * 1024)
-    if len(source.text) > too_long:  # parsed, it would take hundreds of bytes per character
+    if len(source.text) > _too_long(config):  # parsed, it would take hundreds of bytes a character
         limit = config.limits.body_max_chars
         return None, [
             rules.BODY_TOO_LONG.at(path, 1, variant="file", chars=len(source.text), limit=limit)
         ]
-    doc, findings = parse(source, frontmatter_optional=config.adopt is not None)
+    doc, findings = parse(
+        source, expander or _expander(config), frontmatter_optional=config.adopt is not None
+    )
     if doc is not None:
         doc, derived = derive(doc, config)
-        findings += derived + check_doc(doc, config, _validators(config))
+        findings += map(doc.located, derived + check_doc(doc, config, _validators(config)))
     return doc, findings
+
+
+def _too_long(config: Config) -> int:
+    return max(4 * config.limits.body_max_chars, 256 * 1024)
+
+
+def _expander(config: Config) -> Expander:
+    """The site's include extensions, made afresh for each batch of files: an extension
+    may cache the files it read, which must not outlive a build (`mkdocs serve`)."""
+    return Expander(config.includes, config.config_path.parent, _too_long(config))
 
 
 _registries: dict[tuple[tuple[str, str], ...], dict[str, snippets.Validator]] = {}
@@ -223,7 +238,8 @@ def _validators(config: Config) -> dict[str, snippets.Validator]:
 
 
 def _load_chunk(config: Config, paths: list[str]) -> list[tuple[Doc | None, list[Finding]]]:
-    return [load(config, path) for path in paths]
+    expander = _expander(config)
+    return [load(config, path, expander) for path in paths]
 
 
 def parallel(work: Callable[[A, list[T]], list[R]], arg: A, items: list[T]) -> Iterator[R]:

@@ -343,6 +343,28 @@ SNIPPET_VALIDATOR_CRASH = _rule(
     "{lang} validator crashed: {error}",
 )
 
+# -- includes ---------------------------------------------------------------------------------
+
+INCLUDE_FAILED = _rule(
+    "HB511",
+    "include-failed",
+    ERROR,
+    "An include (`--8<--` and the like) that the site's include extension cannot expand.",
+    "`{text}` is not expanded: {error}; fix the include, or add the file or section it names",
+    page="the include extensions failed on this page: {error}; its includes are not expanded",
+    appended="what the include extensions add to every page is missing: {error}; "
+    "fix their options in mkdocs.yml (such as `auto_append`)",
+    unavailable="`{text}` is left as written: the markdown extension {extension} is not "
+    "installed; install it where Handbook runs",
+    refused="`{text}` is left as written: the markdown extension {extension} refuses its "
+    "options ({error}); fix them in mkdocs.yml",
+    too_long="includes make the body {chars:,} characters, far over the {limit:,} limit; "
+    "they are not expanded: include less",
+    private_key="`{text}` brings in a private key, which would be published; the includes "
+    "are not expanded: never include a key file",
+)
+
+
 # -- adoption: what a page lacks, derived -------------------------------------------------------
 
 ID_DERIVED = _rule(

@@ -70,7 +70,11 @@ def context_of(catalogs: Sequence[Catalog], reserved: frozenset[str] = frozenset
 def integer(text: str) -> Any:
     """A whole number; anything else as written, for the handler to refuse in its words."""
     stripped = text.strip()
-    return int(stripped) if stripped.lstrip("-").isdigit() and len(stripped) < 12 else text
+    return (
+        int(stripped)
+        if stripped.isascii() and stripped.lstrip("-").isdigit() and len(stripped) < 12
+        else text
+    )
 
 
 def words(text: str) -> list[str]:

@@ -113,6 +113,7 @@ def test_every_doc_page_links_to_its_verified_markdown(
 
 def test_same_bundle_as_handbook_build(tmp_path: Path, key: tuple[Path, str]) -> None:
     config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
+    with_includes(config)
     cli = subprocess.run(
         [
             str(Path(sys.executable).parent / "handbook"),
@@ -137,6 +138,18 @@ def test_same_bundle_as_handbook_build(tmp_path: Path, key: tuple[Path, str]) ->
     assert expected, "the CLI wrote no bundle"
     assert files_of(config.parent / "build" / "bundle") == expected
     assert files_of(config.parent / "build" / "site" / "bundle") == expected
+    assert sum(b"Isolate the supply first." in data for data in expected.values()) == 6
+
+
+def with_includes(config: Path) -> None:
+    """Every page of the library gets a snippet appended (`auto_append`)."""
+    (config.parent / "parts").mkdir()
+    (config.parent / "parts" / "safety.md").write_text("Isolate the supply first.\n")
+    config.write_text(
+        config.read_text()
+        + "markdown_extensions:\n"
+        + "  - pymdownx.snippets:\n      base_path: [parts]\n      auto_append: [safety.md]\n"
+    )
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
