@@ -1,6 +1,8 @@
 """Verified bundles as Agent Skills: one skill per doc, and the well-known discovery index.
 
-`handbook export skills` writes these files to a folder.
+`handbook export skills` writes these files to a folder and `handbook serve` answers them
+under ``/.well-known/agent-skills/``; both take them from here, so what is exported and
+what is served are the same bytes (but for where the index says the skill folders are).
 
 **Names.** A skill's name (the Agent Skills grammar: ``a-z``, ``0-9`` and single inner
 hyphens, at most 64 characters; it is also the skill's folder) is made from the doc id:
@@ -196,3 +198,64 @@ def index(entries: list[dict[str, str]]) -> bytes:
     """The discovery index of these entries (made by `Skill.entry`, in name order)."""
     document: dict[str, Any] = {"$schema": SCHEMA, "skills": entries}
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+INERT_TYPES = frozenset(
+    {
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "application/json",
+        "application/yaml",
+        "application/toml",
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+    }
+)
+"""Media types an attached file is served as: a browser shows them, never runs them. Other
+text is served as text/plain, anything else as application/octet-stream (an attached
+`.html` or `.svg` must not run its scripts in the server's origin)."""
+
+
+class Published:
+    """The skills of what a server serves, under ``/.well-known/agent-skills/``: made from
+    the verified bundles in memory when first asked, and again once a bundle is swapped."""
+
+    def __init__(self) -> None:
+        self._bundles: tuple[tuple[str, Bundle], ...] = ()
+        self._skills: dict[str, Skill] = {}
+        self._index: bytes | None = None
+
+    def file(self, bundles: Mapping[str, Bundle], path: str) -> tuple[bytes, str] | None:
+        """(bytes, media type) of `path` below ``/.well-known/agent-skills/``, or None.
+        Raises `SkillsError` when the docs cannot be skills, `BundleError` when a file
+        changed on disk since its bundle was opened."""
+        if tuple(bundles.items()) != self._bundles:  # bundles compare by identity
+            self._skills, self._index = skills(bundles), None
+            self._bundles = tuple(bundles.items())
+        if path == INDEX:
+            if self._index is None:
+                self._index = index([_served_entry(s) for s in self._skills.values()])
+            return self._index, "application/json"
+        name, _, rest = path.partition("/")
+        archived = self._skills.get(name.removesuffix(".tar.gz"))
+        if not rest and name.endswith(".tar.gz") and archived and archived.doc.resources:
+            return archived.artifact(archived.files()).data, "application/gzip"
+        skill = self._skills.get(name)
+        if skill is None:
+            return None
+        if rest == SKILL_FILE:
+            return skill.skill_md(), "text/markdown; charset=utf-8"
+        resource = next((r for r in skill.doc.resources if r.path == rest), None)
+        if resource is None:
+            return None
+        kind = resource.media_type
+        if kind not in INERT_TYPES:
+            kind = "text/plain" if kind.startswith("text/") else "application/octet-stream"
+        return skill.bundle.read(resource.file, keep=False), kind
+
+
+def _served_entry(skill: Skill) -> dict[str, str]:
+    return skill.entry(skill.artifact(skill.files()), "")
