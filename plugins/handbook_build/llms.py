@@ -1,10 +1,13 @@
-"""The llms.txt view of a library (in the bundle, and at the site's root), for agents
-that read a site rather than a bundle: an H1, a one-line summary, then a link to every
-doc's page, grouped by kind.
+"""The llms.txt views of a library, for agents that read a site rather than a bundle.
 
-Every value Handbook writes into it (titles, summaries, kinds, states) is one line of
-markdown that reads as written (`_md_line`): a value cannot start a section, close a
-link or add one.
+- ``llms.txt`` (in the bundle, and at the site's root): an H1, a one-line summary, then a
+  link to every doc's page, grouped by kind.
+- ``llms-full.txt`` (at the site's root only, never in the bundle): the same header, then
+  every doc in catalog order, its body in full.
+
+Every value Handbook writes into them (titles, summaries, kinds, ids, states) is one line
+of markdown that reads as written (`_md_line`): a value cannot start a section, close a
+link or add one. A body is the author's markdown, as agents read it from the bundle.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from handbook.bundle import Bundle
 from handbook.catalog import Catalog, DocEntry
 
 from .config import Config
+
+LLMS_FULL = "llms-full.txt"
 
 
 def llms_txt(catalog: Catalog, config: Config) -> str:
@@ -32,6 +38,31 @@ def llms_txt(catalog: Catalog, config: Config) -> str:
         for doc in sorted(by_kind[kind], key=lambda d: (d.title.lower(), d.id)):
             lines.append(f"- {_link(doc, config)}: {_md_line(doc.summary)}{_note(doc)}")
         lines.append("")
+    return "\n".join(lines)
+
+
+def llms_full_txt(bundle: Bundle, config: Config) -> str:
+    """The llms-full.txt view: the header of llms.txt, then for every doc in catalog order
+    a rule, a line naming it (id, kind, link to its page, state), its summary, and its body
+    as verified in `bundle`."""
+    catalog = bundle.catalog
+    lines = _head(
+        catalog,
+        "Every doc follows in full, in catalog order; llms.txt lists them by kind, "
+        "and the signed bundle beside this file holds the same docs for agents.",
+    )
+    for doc in catalog.docs:
+        body = bundle.read(doc.content).decode("utf-8")
+        lines += [
+            "---",
+            "",
+            f"doc {_md_line(doc.id)} · kind {_md_line(doc.kind)} · {_link(doc, config)}{_note(doc)}",
+            "",
+            f"> {_md_line(doc.summary)}",
+            "",
+            body.rstrip("\n"),
+            "",
+        ]
     return "\n".join(lines)
 
 
