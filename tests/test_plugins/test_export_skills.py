@@ -303,3 +303,11 @@ def test_an_unsigned_bundle_needs_allow_unsigned(make_library: MakeLibrary, tmp_
     assert refused.exit_code == 1
     assert refused.stderr.startswith("refused: ")
     assert run_cli(*args, "--allow-unsigned").exit_code == 0
+
+
+def test_a_packed_bundle_exports_the_same_files(skills_bundle: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "skills.tar.gz"
+    assert run_cli("pack", str(skills_bundle), "-o", str(archive)).exit_code == 0
+    assert export(skills_bundle, tmp_path / "from-folder").exit_code == 0
+    assert export(archive, tmp_path / "from-archive").exit_code == 0
+    assert files_of(tmp_path / "from-folder") == files_of(tmp_path / "from-archive")
