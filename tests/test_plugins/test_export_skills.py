@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import KEY, PUBLIC, ROOT, MakeLibrary, run_cli
+from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, run_cli
 
 from handbook.bundle import Bundle, open_bundle
 from handbook.manifest import utc_seconds
@@ -243,8 +243,9 @@ def test_an_unknown_kind_is_a_usage_error(plant_floor_bundle: Path, tmp_path: Pa
 def test_colliding_names_are_refused_and_nothing_is_written(
     make_library: MakeLibrary, tmp_path: Path
 ) -> None:
-    doc = "---\nid: {id}\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n"
-    config = make_library({"a.md": doc.format(id="notes.a"), "b.md": doc.format(id="notes_a")})
+    config = make_library(
+        {"a.md": VALID_DOC.format(id="notes.a"), "b.md": VALID_DOC.format(id="notes_a")}
+    )
     build(load_config(config), tmp_path / "bundle", KEY)
     result = export(tmp_path / "bundle", tmp_path / "out")
     assert result.exit_code == 1
@@ -296,8 +297,7 @@ def test_links_are_never_written_through(
 
 
 def test_an_unsigned_bundle_needs_allow_unsigned(make_library: MakeLibrary, tmp_path: Path) -> None:
-    doc = "---\nid: a\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n"
-    build(load_config(make_library({"a.md": doc})), tmp_path / "bundle", None)
+    build(load_config(make_library({"a.md": VALID_DOC.format(id="a")})), tmp_path / "bundle", None)
     args = ("export", "skills", str(tmp_path / "out"), "--bundle", str(tmp_path / "bundle"))
     refused = run_cli(*args)
     assert refused.exit_code == 1

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import KEY, PUBLIC, ROOT, MakeLibrary, get_json, live, request, run_cli
+from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, get_json, live, request, run_cli
 
 from handbook import Library, Shelf
 from handbook.http import create_app
@@ -125,10 +125,9 @@ def test_anything_else_is_not_there(server: tuple[str, int], path: str) -> None:
 
 
 def test_attached_files_never_get_an_active_type(make_library: MakeLibrary, tmp_path: Path) -> None:
-    doc = "---\nid: page\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n"
     config = make_library(
         {
-            "page/index.md": doc,
+            "page/index.md": VALID_DOC.format(id="page"),
             "page/view.html": "<script>alert(1)</script>",
             "page/logo.svg": "<svg onload='alert(1)'/>",
         }
@@ -175,8 +174,7 @@ def test_several_libraries_share_one_index(skills_bundle: Path, plant_floor_bund
 def test_docs_that_cannot_be_skills_answer_an_error(
     make_library: MakeLibrary, tmp_path: Path
 ) -> None:
-    doc = "---\nid: {id}\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n"
-    config = make_library({"a.md": doc.format(id="x.y"), "b.md": doc.format(id="x_y")})
+    config = make_library({"a.md": VALID_DOC.format(id="x.y"), "b.md": VALID_DOC.format(id="x_y")})
     build(load_config(config), tmp_path / "bundle", KEY)
     with live(create_app(Library.open(tmp_path / "bundle", [PUBLIC]))) as address:
         status, answer = get_json(address, f"{WELL_KNOWN}/index.json")
