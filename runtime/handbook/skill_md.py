@@ -31,10 +31,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .catalog import DocEntry
-from .errors import SkillsError
 
 PREFIX = "handbook-"
-ID_KEY = PREFIX + "id"
 JSON_FIELDS_KEY = PREFIX + "json-fields"
 MAX_DESCRIPTION = 1024
 MAX_COMPATIBILITY = 500
@@ -49,13 +47,8 @@ _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "n
 
 def skill_md(doc: DocEntry, name: str, body: bytes) -> bytes:
     """The SKILL.md of `doc` under the skill name `name`: frontmatter, then `body` (the
-    doc's verified content bytes). Raises `SkillsError` when the summary cannot be a
-    skill's description."""
-    if not 0 < len(doc.summary) <= MAX_DESCRIPTION:
-        raise SkillsError(
-            f"doc {doc.id!r} has a summary of {len(doc.summary):,} characters; "
-            f"a skill's description holds 1 to {MAX_DESCRIPTION:,}"
-        )
+    doc's verified content bytes). The summary is the description: `description_problem`
+    says whether it can be one."""
     lines = ["---", f"name: {quoted(name)}", f"description: {quoted(doc.summary)}"]
     rest = dict(doc.meta)
     licence, compatibility, tools = (
@@ -72,12 +65,22 @@ def skill_md(doc: DocEntry, name: str, body: bytes) -> bytes:
         shown = quoted(tools) if isinstance(tools, str) else f"[{', '.join(map(quoted, tools))}]"
         lines.append(f"allowed-tools: {shown}")
     lines.append("metadata:")
-    lines += [f"  {_key(k)}: {quoted(v)}" for k, v in sorted(metadata(doc, rest).items())]
+    lines += [f"  {_key(k)}: {quoted(v)}" for k, v in sorted(_metadata(doc, rest).items())]
     lines.append("---")
     return ("\n".join(lines) + "\n").encode("utf-8") + body
 
 
-def metadata(doc: DocEntry, rest: Mapping[str, Any]) -> dict[str, str]:
+def description_problem(doc: DocEntry) -> str | None:
+    """Why the doc's summary cannot be a skill's description, or None."""
+    if 0 < len(doc.summary) <= MAX_DESCRIPTION:
+        return None
+    return (
+        f"doc {doc.id!r} has a summary of {len(doc.summary):,} characters; "
+        f"a skill's description holds 1 to {MAX_DESCRIPTION:,}"
+    )
+
+
+def _metadata(doc: DocEntry, rest: Mapping[str, Any]) -> dict[str, str]:
     """The skill's `metadata`: the doc's own `metadata` map when it fits, and every field
     not written elsewhere (`rest`: the doc's metadata less the promoted fields)."""
     out: dict[str, str] = {}

@@ -38,7 +38,7 @@ from .bundle import Bundle
 from .catalog import DocEntry
 from .errors import SkillsError
 from .manifest import check_path, utc_seconds
-from .skill_md import skill_md
+from .skill_md import description_problem, skill_md
 
 SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 """The `$schema` of the discovery index (Agent Skills discovery 0.2.0)."""
@@ -147,7 +147,7 @@ def skills(bundles: Mapping[str, Bundle], kinds: Collection[str] = ()) -> dict[s
                 )
             else:
                 out[name] = Skill(name, doc, bundle)
-            problems += _path_problems(doc)
+            problems += [p for p in (description_problem(doc), *_path_problems(doc)) if p]
     if problems:
         raise SkillsError("cannot be written as Agent Skills: " + "; ".join(problems))
     return dict(sorted(out.items()))

@@ -20,6 +20,8 @@ from handbook.bundle import Bundle, open_bundle
 from handbook.manifest import utc_seconds
 from handbook.skills_export import SCHEMA, is_skill_name
 from handbook_build import load_config, pages
+from handbook_build.errors import PublishError
+from handbook_build.export import export_skills
 from handbook_build.pipeline import build
 
 INDEX = Path(".well-known/agent-skills/index.json")
@@ -271,6 +273,18 @@ def test_a_full_output_is_replaced_only_with_force(skills_bundle: Path, tmp_path
         "skills-overview/SKILL.md",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary folder left
+
+
+def test_an_output_that_is_not_a_folder_is_refused(skills_bundle: Path, tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file")
+    result = export(skills_bundle, tmp_path / "out", "--force")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for 'OUT': Directory '{tmp_path / 'out'}' is a file."
+    )
+    with pytest.raises(PublishError, match=r"/out is not a folder; choose another output$"):
+        export_skills(open_bundle(skills_bundle, [PUBLIC]), tmp_path / "out", force=True)
+    assert (tmp_path / "out").read_text() == "a file"
 
 
 def test_an_empty_output_folder_is_used(skills_bundle: Path, tmp_path: Path) -> None:

@@ -259,8 +259,8 @@ def test_fields_that_do_not_fit_stay_in_metadata() -> None:
 @pytest.mark.parametrize("summary", ["", "s" * 1025])
 def test_a_summary_that_cannot_be_a_description_is_refused(summary: str) -> None:
     with pytest.raises(SkillsError) as refused:
-        skill_md(doc("x", summary=summary), "x", b"")
+        names(doc("x", summary=summary))
     assert str(refused.value) == (
-        f"doc 'x' has a summary of {len(summary):,} characters; "
-        "a skill's description holds 1 to 1,024"
+        f"cannot be written as Agent Skills: doc 'x' has a summary of {len(summary):,} "
+        "characters; a skill's description holds 1 to 1,024"
     )
