@@ -65,6 +65,7 @@ def _fail(ctx: click.Context, exc: HandbookError | OSError) -> NoReturn:
     BuildError                             1     the findings; "… nothing written"
     BundleError, ReleaseError              1     "refused: …"
     UnsignedError, PublishError, OSError   1     "error: …"
+    SkillsError (docs that are no skills)  1     "error: …"
     =====================================  ====  ======================================
     """
     if isinstance(exc, (KeyFormatError, ScaffoldError)):

@@ -1,4 +1,5 @@
-"""From checked docs to the bundle's files: catalog, content, lunr index, tools, llms.txt.
+"""From checked docs to the bundle's files: catalog, content, lunr index, tools, llms.txt
+(made in `llms`).
 
 Everything here is a pure function of the docs, the configuration and the build time,
 so the same sources and `SOURCE_DATE_EPOCH` give the same bytes. The manifest that
@@ -25,6 +26,7 @@ from handbook.tools import context_of, definitions
 
 from .config import Config
 from .field_names import catalog_meta, filter_name, is_filter_value
+from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .parse import Doc
@@ -291,52 +293,3 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
         for section in sections:
             text = doc.body[section.start : section.end].partition("\n")[2]
             yield Entry(f"{key}#{section.anchor}", (section.title, title, plain_text(text)))
-
-
-# -- llms.txt -------------------------------------------------------------------------------
-
-
-def llms_txt(catalog: Catalog, config: Config) -> str:
-    """The llms.txt view: an H1, a one-line summary, then links grouped by kind. Every
-    value is one line of text (`_md_line`): a title or summary cannot start a section,
-    close a link or add one."""
-    lib = catalog.library
-    lines = [f"# {_md_line(lib.title or lib.name)}", ""]
-    summary = lib.description or f"The {lib.name} knowledge library."
-    lines += [f"> {_md_line(summary)}", ""]
-    lines += [
-        f"Library `{lib.name}` version {lib.version}, {len(catalog.docs)} docs. "
-        "Each link leads to a doc's page; "
-        "the signed bundle beside this file holds the same docs as markdown for agents.",
-        "",
-    ]
-    by_kind: dict[str, list[DocEntry]] = defaultdict(list)
-    for doc in catalog.docs:
-        by_kind[doc.kind].append(doc)
-    base = config.site_url.rstrip("/") + "/" if config.site_url else ""
-    for kind in sorted(by_kind):
-        lines += [f"## {_md_line(kind)}", ""]
-        for doc in sorted(by_kind[kind], key=lambda d: (d.title.lower(), d.id)):
-            url = base + (doc.url.removeprefix("./"))
-            title, text = _md_line(doc.title), _md_line(doc.summary)
-            note = "" if doc.verified == "verified" else f" ({_md_line(doc.verified)})"
-            lines.append(f"- [{title}]({url or './'}): {text}{note}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>#&~]")
-"""What can start markdown syntax inside a line: escapes, code, emphasis, links, HTML
-and autolinks, heading marks, entities, strikethrough (parentheses only matter after an
-unescaped `]`)."""
-_LINE_MARK = re.compile(r"^(?:[-+]|\d{1,9}[.)](?= |$))")
-"""What begins a list item or a rule (`---`), should a value begin a line: `> 1. x` is a
-list in a quote."""
-
-
-def _md_line(text: str) -> str:
-    """`text` as one line of markdown that reads as written: line breaks become spaces,
-    syntax characters are backslash-escaped (CommonMark allows it before any ASCII
-    punctuation), so the text an agent or a renderer reads is the value itself."""
-    line = _MD_SPECIAL.sub(r"\\\g<0>", " ".join(text.split()))
-    return _LINE_MARK.sub(lambda mark: f"{mark[0][:-1]}\\{mark[0][-1]}", line)

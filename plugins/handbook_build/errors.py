@@ -9,7 +9,7 @@
         ├── ScaffoldError       `init` cannot start that library (folder, name, install)
         ├── BuildError          the library has errors (or warnings under strict)
         ├── UnsignedError       a signed build is required and there is no key
-        ├── PublishError        the output location cannot take the bundle or archive
+        ├── PublishError        the output location cannot take the bundle, archive or export
         └── ReleaseError        a release precondition or step failed
 
 Nothing here knows about exit codes: the CLI (`commands.py`) maps these, and the
@@ -66,8 +66,8 @@ class UnsignedError(HandbookBuildError):
 
 
 class PublishError(HandbookBuildError):
-    """The output location cannot take a bundle or an archive (it holds something else,
-    or cannot be written)."""
+    """The output location cannot take a bundle, an archive or an export (it holds
+    something else, or cannot be written)."""
 
 
 class ReleaseError(HandbookBuildError):

@@ -14,7 +14,8 @@ Events, in MkDocs' order:
 - ``on_files``: check, emit, sign and publish the bundle to ``bundle_dir``. Findings
   go to MkDocs' log as `path:line:col: CODE message`; any error aborts the build, and
   under ``--strict`` so does any warning (MkDocs counts them). The catalog page, the
-  CSS and the bundle's ``llms.txt`` (at the site root) join the site's files.
+  CSS, the bundle's ``llms.txt`` and ``llms-full.txt`` (every doc's body, made from the
+  bundle for the site only) join the site's files at its root.
 - ``on_page_read_source``: every page reaches MkDocs with its frontmatter HTML-escaped,
   since MkDocs and Material print a page's title and metadata as they are, into
   `<title>`, the nav, meta tags and the search index. A doc's page is made from its
@@ -58,6 +59,7 @@ from .config import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
 from .keys import signing_key
+from .llms import LLMS_FULL, llms_full_txt
 from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 from .parse import written_body
 from .source import Text
@@ -143,6 +145,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
         if files.get_file_from_path(LLMS) is None:
             files.append(File.generated(config, LLMS, content=built.bundle.read(LLMS)))
+        if files.get_file_from_path(LLMS_FULL) is None:
+            full = llms_full_txt(built.bundle, settings)
+            files.append(File.generated(config, LLMS_FULL, content=full))
         if files.get_file_from_path(pages.CATALOG_PAGE) is None:
             files.append(
                 File.generated(

@@ -34,6 +34,7 @@ BUILD_COMMANDS = {
     "keygen": "handbook_build.commands:keygen",
     "pack": "handbook_build.release_commands:pack_command",
     "diff": "handbook_build.release_commands:diff_command",
+    "export": "handbook_build.export_commands:export_group",
     "init": "handbook_build.release_commands:init_command",
     "release": "handbook_build.release_commands:release_command",
 }

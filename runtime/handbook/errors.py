@@ -4,16 +4,17 @@
 
     HandbookError
     ├── KeyFormatError          a trusted or signing key is malformed or unsafe
-    └── BundleError             a bundle that must not be served
-        ├── FormatError         not a handbook/v1 bundle, or not strictly canonical
-        ├── SignatureError      no valid signature by enough trusted keys
-        ├── HashMismatchError   a file's size or sha256 differs from the manifest
-        ├── MissingFileError    a file the manifest lists is absent
-        ├── UnlistedFileError   a file the manifest does not list is present
-        ├── ExpiredError        the signed manifest's `expires` time has passed
-        ├── RollbackError       older than (or differing at) the version already accepted
-        ├── LibraryMismatchError signed for another library than the one expected
-        └── DownloadError       a remote bundle could not be fetched within its limits
+    ├── BundleError             a bundle that must not be served
+    │   ├── FormatError         not a handbook/v1 bundle, or not strictly canonical
+    │   ├── SignatureError      no valid signature by enough trusted keys
+    │   ├── HashMismatchError   a file's size or sha256 differs from the manifest
+    │   ├── MissingFileError    a file the manifest lists is absent
+    │   ├── UnlistedFileError   a file the manifest does not list is present
+    │   ├── ExpiredError        the signed manifest's `expires` time has passed
+    │   ├── RollbackError       older than (or differing at) the version already accepted
+    │   ├── LibraryMismatchError signed for another library than the one expected
+    │   └── DownloadError       a remote bundle could not be fetched within its limits
+    └── SkillsError             a library that cannot be written as Agent Skills
 
 Messages name the file, what was observed and what was expected, so an operator can
 act on them; the CLI maps every `BundleError` to exit 1.
@@ -69,3 +70,8 @@ class LibraryMismatchError(BundleError):
 
 class DownloadError(BundleError):
     """A remote file was larger than listed, too slow, stalled or unreachable."""
+
+
+class SkillsError(HandbookError):
+    """The docs cannot all be written as Agent Skills: two map to one skill name, a
+    summary does not fit a skill's description, or an attached file's path is unsafe."""

@@ -38,13 +38,14 @@ from starlette.types import ASGIApp
 
 from .bundle import Bundle
 from .dispatch import call, failure, from_text
-from .errors import BundleError
+from .errors import BundleError, SkillsError
 from .gate import Gate, host_names
 from .layout import MANIFEST, is_content
 from .openapi import API, openapi
 from .principals import Principals
 from .served import Served
 from .site import SiteFiles
+from .skills_export import WELL_KNOWN, Published
 from .tools import BY_NAME, BY_VERB, TOOLS
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -73,6 +74,7 @@ def create_app(
     need a known bearer token; `rate` and `burst` cap each client's requests. `mcp` is
     (the ASGI app to mount at /mcp, its lifespan context factory)."""
     files = SiteFiles(site)
+    published = Published()
 
     async def index(request: Request) -> Response:
         principal = getattr(request.state, "principal", None)
@@ -117,6 +119,21 @@ def create_app(
         except BundleError as exc:  # a file changed on disk since it was opened: never served
             return _json(failure("bundle_unavailable", str(exc)), 503)
 
+    async def skills_file(request: Request) -> Response:
+        try:
+            found = published.file(served.bundles(), request.path_params["path"])
+        except SkillsError as exc:
+            return _json(failure("skills_unavailable", str(exc)), 500)
+        except BundleError as exc:
+            return _json(failure("bundle_unavailable", str(exc)), 503)
+        if found is None:
+            return Response("no such skill or file\n", 404, media_type="text/plain")
+        data, media = found
+        etag = f'"{hashlib.sha256(data).hexdigest()}"'
+        return _conditional(
+            request, data, media, etag, REVALIDATE, {"X-Content-Type-Options": "nosniff"}
+        )
+
     async def site_file(request: Request) -> Response:
         path, redirect = files.find(request.url.path)
         if redirect is not None:
@@ -136,6 +153,7 @@ def create_app(
         Route(API + "/", index, methods=["GET"]),
         Route(API + "/{name}", api, methods=["GET", "POST"]),
         Route("/bundle/{name:path}", bundle_file, methods=["GET", "HEAD"]),
+        Route(f"/{WELL_KNOWN}/{{path:path}}", skills_file, methods=["GET", "HEAD"]),
     ]
     lifespan = None
     if mcp is not None:
@@ -149,7 +167,7 @@ def create_app(
     app = Starlette(routes=routes, lifespan=lifespan)
     if token and principals is None:
         principals = Principals.single(token)
-    protected = (API, "/mcp", "/bundle") + (("/",) if protect_site else ())
+    protected = (API, "/mcp", "/bundle", f"/{WELL_KNOWN}") + (("/",) if protect_site else ())
     return Gate(
         app,
         hosts=hosts if hosts is not None else host_names("127.0.0.1"),
@@ -222,11 +240,23 @@ def _bundle_file(request: Request, bundles: Mapping[str, Bundle], name: str) -> 
         if path == MANIFEST
         else bundle.manifest.signed.files[path].sha256
     )
-    etag = f'"{digest}"'
-    headers = {"ETag": etag, "Cache-Control": IMMUTABLE if is_content(path) else REVALIDATE}
+    cache = IMMUTABLE if is_content(path) else REVALIDATE
+    return _conditional(request, data, _media_type(path), f'"{digest}"', cache)
+
+
+def _conditional(
+    request: Request,
+    data: bytes,
+    media_type: str,
+    etag: str,
+    cache: str,
+    extra: Mapping[str, str] | None = None,
+) -> Response:
+    """`data`, or 304 when the request already holds it (`If-None-Match`)."""
+    headers = {"ETag": etag, "Cache-Control": cache, **(extra or {})}
     if etag in _etags(request.headers.get("if-none-match", "")):
         return Response(status_code=304, headers=headers)
-    return Response(data, media_type=_media_type(path), headers=headers)
+    return Response(data, media_type=media_type, headers=headers)
 
 
 def _listed(bundle: Bundle, path: str) -> bool:
