@@ -27,6 +27,8 @@ from handbook_build.pipeline import build
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
+"""Real documentation trees nobody here wrote (read-only: tests work on copies)."""
 
 # The fixed test key that tests/vectors/generate.py derives; never for real use.
 KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"

@@ -21,11 +21,15 @@ path order and serves the others under a suffixed id, with a warning.
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from markdown_it import MarkdownIt
+
+from handbook.skill_md import JSON_FIELDS_KEY, PREFIX
 
 from . import rules
 from .config import Config
@@ -51,7 +55,7 @@ def derive(doc: Doc, config: Config) -> tuple[Doc, list[Finding]]:
     skill = is_skill(doc)
     if config.adopt is None and not skill:
         return doc, []
-    meta, found, path = dict(doc.meta), [], doc.path
+    meta, found, path = exported_fields(doc.meta) if skill else dict(doc.meta), [], doc.path
     name = meta.get("name") if skill else None
     if "id" not in meta:
         if isinstance(name, str) and name:
@@ -82,6 +86,31 @@ def derive(doc: Doc, config: Config) -> tuple[Doc, list[Finding]]:
                 rules.KIND_DERIVED.at(path, 1, variant=variant, kind=kind, pattern=pattern)
             )
     return dataclasses.replace(doc, meta=meta), found
+
+
+def exported_fields(meta: dict[str, Any]) -> dict[str, Any]:
+    """A skill's fields, with those `handbook export skills` kept in its `metadata`
+    (``handbook-<field>``, JSON where ``handbook-json-fields`` says) back in their
+    places, so that a doc exported and read back is the doc it was. The `name` export
+    gave the skill is not one of its fields; its description is its summary unless a
+    ``handbook-summary`` says otherwise."""
+    own = meta.get("metadata")
+    if not isinstance(own, dict) or not isinstance(own.get(PREFIX + "id"), str):
+        return dict(meta)
+    try:
+        as_json = set(json.loads(str(own.get(JSON_FIELDS_KEY, "[]"))))
+        kept = {
+            key.removeprefix(PREFIX): json.loads(v) if key.removeprefix(PREFIX) in as_json else v
+            for key, v in own.items()
+            if key.startswith(PREFIX) and key != JSON_FIELDS_KEY
+        }
+    except (TypeError, ValueError):  # not what export writes: left as the author wrote it
+        return dict(meta)
+    fields = {k: v for k, v in meta.items() if k not in ("name", "metadata")}
+    if "summary" not in kept and "description" in fields:
+        kept["summary"] = fields.pop("description")
+    others = {k: v for k, v in own.items() if not k.startswith(PREFIX)}
+    return {**fields, **kept, **({"metadata": others} if others else {})}
 
 
 class IdLedger:

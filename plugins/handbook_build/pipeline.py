@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from handbook.bundle import Bundle
 from handbook.manifest import utc_seconds, utc_time
 
-from . import rules, snippets
+from . import rules, skills, snippets
 from .adopt import IdLedger, derive
 from .config import Config
 from .emit import emit, index_entries
@@ -211,7 +211,9 @@ def load(
         source, expander or _expander(config), frontmatter_optional=config.adopt is not None
     )
     if doc is not None:
-        doc, derived = derive(doc, config)
+        written = doc  # a skill is held to its specification as written, not as read back
+        doc, derived = derive(written, config)
+        derived += skills.check(written, config)
         findings += map(doc.located, derived + check_doc(doc, config, _validators(config)))
     return doc, findings
 

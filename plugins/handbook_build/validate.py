@@ -16,14 +16,13 @@ from .parse import Doc
 def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
-    """The rules that need only this doc: fields, their names, a skill's, snippets and script in the
+    """The rules that need only this doc: fields, their names, snippets and script in the
     body (not looked for when the library switched HB403 off: it reads every paragraph)."""
     findings = (
         schema.check(doc, config)
         + list(
             field_names.check(doc, skills.SPEC_FIELDS if skills.claims_spec(doc, config) else ())
         )
-        + list(skills.check(doc, config))
         + snippets.check(doc, validators)
     )
     if config.levels.get(rules.UNSAFE_HTML.code) != "off":

@@ -3,7 +3,10 @@
 The Skills frontmatter has `name` and `description` (required), `license`,
 `compatibility`, `allowed-tools` and `metadata`, a map of text to text. A doc fills it so:
 
-- `description` is the doc's summary. `license`, `compatibility` and `allowed-tools` (the
+- `description` is the doc's `description` field when it fits the Skills field (a doc
+  that came from a skill has one), else its summary; the summary is kept as
+  ``handbook-summary`` when it is not the description. `license`, `compatibility` and
+  `allowed-tools` (the
   catalog's `allowed_tools`) are the doc's fields of those names when their values fit
   the Skills field: text (`compatibility` at most 500 characters), or for
   `allowed-tools` a list of text too. A `metadata` field that maps text to text is merged
@@ -47,10 +50,14 @@ _YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "n
 
 def skill_md(doc: DocEntry, name: str, body: bytes) -> bytes:
     """The SKILL.md of `doc` under the skill name `name`: frontmatter, then `body` (the
-    doc's verified content bytes). The summary is the description: `description_problem`
-    says whether it can be one."""
-    lines = ["---", f"name: {quoted(name)}", f"description: {quoted(doc.summary)}"]
+    doc's verified content bytes). `description_problem` says whether the doc has a
+    description."""
     rest = dict(doc.meta)
+    described = description(doc)
+    if described != doc.summary:  # the doc's own description field
+        rest.pop("description")
+        rest["summary"] = doc.summary
+    lines = ["---", f"name: {quoted(name)}", f"description: {quoted(described)}"]
     licence, compatibility, tools = (
         rest.get(f) for f in ("license", "compatibility", "allowed_tools")
     )
@@ -70,9 +77,19 @@ def skill_md(doc: DocEntry, name: str, body: bytes) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8") + body
 
 
+def description(doc: DocEntry) -> str:
+    """The skill's description: the doc's `description` field when it fits, else its
+    summary."""
+    own = doc.meta.get("description")
+    if isinstance(own, str) and 0 < len(own) <= MAX_DESCRIPTION and own != doc.summary:
+        return own
+    return doc.summary
+
+
 def description_problem(doc: DocEntry) -> str | None:
-    """Why the doc's summary cannot be a skill's description, or None."""
-    if 0 < len(doc.summary) <= MAX_DESCRIPTION:
+    """Why neither the doc's `description` nor its summary can be a skill's description,
+    or None."""
+    if 0 < len(description(doc)) <= MAX_DESCRIPTION:
         return None
     return (
         f"doc {doc.id!r} has a summary of {len(doc.summary):,} characters; "

@@ -38,7 +38,7 @@ from .bundle import Bundle
 from .catalog import DocEntry
 from .errors import SkillsError
 from .manifest import check_path, utc_seconds
-from .skill_md import description_problem, skill_md
+from .skill_md import description, description_problem, skill_md
 
 SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 """The `$schema` of the discovery index (Agent Skills discovery 0.2.0)."""
@@ -90,7 +90,7 @@ class Skill(NamedTuple):
         return {
             "name": self.name,
             "type": artifact.type,
-            "description": self.doc.summary,
+            "description": description(self.doc),
             "url": artifact.path if artifact.type == "archive" else folders + artifact.path,
             "digest": "sha256:" + hashlib.sha256(artifact.data).hexdigest(),
             "version": self.bundle.manifest.signed.version,

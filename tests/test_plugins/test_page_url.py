@@ -7,13 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import REAL_SITES, ROOT
 from mkdocs.structure.files import File
 from mkdocs.utils import markdown_extensions
 
 from handbook_build.pages import page_url
 
-REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
 REAL_ROOTS = ("mkdocs/docs", "pymdown-extensions/docs/src/markdown", "agent-skills")
 """Each tree's docs root, as its README and configuration name it (agent-skills is a
 folder of skills, a library as it stands)."""

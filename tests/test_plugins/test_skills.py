@@ -11,6 +11,7 @@ from conftest import VALID_DOC, MakeLibrary, run_cli
 
 from handbook import Library
 from handbook_build import load_config
+from handbook_build.adopt import exported_fields
 from handbook_build.pipeline import build
 
 
@@ -126,3 +127,42 @@ def test_a_folder_of_skills_checks_builds_and_serves(tmp_path: Path) -> None:
         == "Fills PDF forms. Use it whenever a form arrives as a PDF."
     )
     assert "references/fields.md" in str(doc)
+
+
+def test_fields_kept_by_export_come_back() -> None:
+    meta = {
+        "name": "device-ac200",
+        "description": "Reads the AC200.",
+        "metadata": {
+            "handbook-id": "device.ac200",
+            "handbook-kind": "device",
+            "handbook-keywords": '["modbus", "rs485"]',
+            "handbook-json-fields": '["keywords"]',
+            "author": "plant team",
+        },
+    }
+    assert exported_fields(meta) == {
+        "id": "device.ac200",
+        "kind": "device",
+        "keywords": ["modbus", "rs485"],
+        "summary": "Reads the AC200.",
+        "metadata": {"author": "plant team"},
+    }
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"author": "me"},  # not exported by Handbook
+        {"handbook-id": "x", "handbook-json-fields": "not json"},
+        {
+            "handbook-id": "x",
+            "handbook-keywords": "[unclosed",
+            "handbook-json-fields": '["keywords"]',
+        },
+        {"handbook-id": "x", "handbook-json-fields": "7"},
+    ],
+)
+def test_metadata_that_export_did_not_write_is_left_as_written(metadata: dict[str, str]) -> None:
+    meta = {"name": "x", "description": "d", "metadata": metadata}
+    assert exported_fields(meta) == meta
