@@ -31,7 +31,7 @@ from . import site_config
 from .errors import ScaffoldError
 from .findings import Finding
 from .options import NAME
-from .safe_paths import refuse_links, write_new
+from .safe_paths import refuse_links, replace_file, write_new
 from .scaffold import library_name, workflow
 from .source import discover
 
@@ -108,7 +108,7 @@ def adopt_site(
         if before is None:
             written.append(write_new(folder, str(path.relative_to(folder)), text, ScaffoldError))
         else:
-            _replace(path, before, text)
+            replace_file(path, before, text.encode("utf-8"), ScaffoldError)
             changed.append(path)
     return Adopted(written, changed, notes)
 
@@ -200,14 +200,3 @@ def _standalone(options: dict[str, Any], site: Path, skills: bool) -> str:
         "# every key is in Handbook's docs: Reference, Configuration.\n"
     )
     return head + _dump(options, 0)
-
-
-def _replace(path: Path, before: bytes, text: str) -> None:
-    """Write `text` over `path` unless it changed since it was read; through a new file
-    and a rename, so a crash leaves the old or the new, never half of one."""
-    if path.read_bytes() != before:
-        raise ScaffoldError(f"{path} changed while init was writing; run it again")
-    temporary = path.with_name(f".{path.name}.handbook-tmp")
-    temporary.write_text(text, encoding="utf-8", newline="")
-    temporary.chmod(path.stat().st_mode & 0o777)
-    temporary.replace(path)

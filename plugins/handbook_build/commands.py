@@ -28,7 +28,7 @@ from . import pipeline
 from .config import Config, load_config
 from .errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
 from .findings import Finding, Severity, render_github, render_json, render_text
-from .keys import signing_key
+from .keys import replaces_signed, signing_key
 from .options import DEFAULT_BUNDLE_DIR, EXPIRES
 from .rules import RULES
 
@@ -237,8 +237,8 @@ def build(
                 f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires"
             )
         config = dataclasses.replace(config, expires=expires)
-    key = _signing_key(config, key_file, required=strict or bool(os.environ.get("CI")))
     out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
+    key = _signing_key(config, key_file, strict or bool(os.environ.get("CI")), Path(out))
     started = time.perf_counter()
     with progress_bar("Checking") as progress:
         built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
@@ -257,7 +257,9 @@ def build(
     )
 
 
-def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed25519PrivateKey | None:
+def _signing_key(
+    config: Config, key_file: str | None, required: bool, out: Path
+) -> Ed25519PrivateKey | None:
     key, _, warning = signing_key(config, key_file)
     if warning:
         click.echo(f"warning: {warning}", err=True)
@@ -268,8 +270,11 @@ def _signing_key(config: Config, key_file: str | None, required: bool) -> Ed2551
             f"no signing key; pass --key KEYFILE, set ${SIGNING_KEY_ENV} or handbook.signing_key "
             "(unsigned builds are refused under --strict and in CI)"
         )
+    replacing = replaces_signed(out)
     click.echo(
-        f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); "
+        f"warning: {replacing}"
+        if replacing
+        else f"warning: no signing key (--key, ${SIGNING_KEY_ENV} or handbook.signing_key); "
         "the bundle will be unsigned",
         err=True,
     )
@@ -304,3 +309,45 @@ def keygen(out: str) -> None:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@click.command(name="adopt", cls=BuildCommand)
+@config_option
+@click.option("--write", is_flag=True, help="Write the pinned frontmatter into the pages.")
+def adopt(config_path: str, write: bool) -> None:
+    """Pin the fields adoption derives (id, title, kind, summary) into the pages, so ids
+    stay when files move.
+
+    Shows what would change as a diff; writes only with --write. Changes no other
+    byte, never touches a file that does not parse, and running it twice changes
+    nothing. Skills keep the frontmatter the Agent Skills specification defines.
+    """
+    from . import pin
+
+    config = load_config(config_path)
+    with progress_bar("Checking") as progress:
+        planned = pin.plan(config, progress)
+    prefix = os.path.relpath(config.docs_dir) + "/"
+    if not write:
+        for change in planned.changes:
+            click.echo(
+                change.diff().replace(" a/", f" a/{prefix}", 1).replace(" b/", f" b/{prefix}", 1),
+                nl=False,
+            )
+    for path, why in planned.skipped:
+        click.echo(f"left alone: {prefix}{path}: {why}", err=True)
+    if planned.skills:
+        click.echo(
+            f"{_plural(planned.skills, 'skill')} keep the frontmatter of the Agent Skills specification"
+        )
+    fields = sum(len(c.fields) for c in planned.changes)
+    files = _plural(len(planned.changes), "page")
+    if not planned.changes:
+        click.echo("nothing to pin: every page has its id, title, kind and summary")
+    elif write:
+        pin.write(config, planned.changes)
+        click.echo(f"pinned {_plural(fields, 'field')} into {files}")
+    else:
+        click.echo(
+            f"{files} would get {_plural(fields, 'field')}; `handbook adopt --write` writes them"
+        )

@@ -9,6 +9,7 @@ read draws a warning, as ssh gives one.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import NamedTuple
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.errors import KeyFormatError
+from handbook.layout import MANIFEST
 from handbook.signing import SIGNING_KEY_ENV, load_private_key
 
 from .config import Config
@@ -69,3 +71,20 @@ def _refuse_published(path: Path, what: str, config: Config) -> None:
                 "site: anyone could read it. Move it out (beside mkdocs.yml, listed in .gitignore) "
                 f"or pass it in ${SIGNING_KEY_ENV}, and make a new key if this one was ever published"
             )
+
+
+def replaces_signed(out: Path) -> str | None:
+    """What to tell someone about to publish an unsigned bundle at `out` over a signed
+    one: readers that trust a key will refuse everything from then on. None when the
+    bundle there is unsigned, or there is none."""
+    try:
+        signatures = json.loads((out / MANIFEST).read_bytes()).get("signatures")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not signatures:
+        return None
+    return (
+        f"the bundle at {out} is signed, and this build replaces it with an UNSIGNED one: "
+        "readers that trust a key will refuse it. Sign it (--key, "
+        f"${SIGNING_KEY_ENV} or handbook.signing_key); --strict refuses to build unsigned"
+    )

@@ -58,7 +58,7 @@ from . import pages, pipeline
 from .config import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
-from .keys import signing_key
+from .keys import replaces_signed, signing_key
 from .llms import LLMS_FULL, llms_full_txt
 from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 from .parse import written_body
@@ -118,6 +118,9 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
                     f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
                     "(unsigned builds are refused under --strict and in CI)"
                 )
+            replacing = replaces_signed(out) if key is None else None
+            if replacing:
+                log.warning(f"handbook: {replacing}")
             built = pipeline.build(settings, out, key, strict=strict)
         except BuildError as exc:
             _log_findings(exc.findings)
@@ -137,7 +140,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
             f"published to {os.path.relpath(out)} ({built.bundle.signature_state}"
             f"{', key from ' + source if key else ''})"
         )
-        if key is None:
+        if key is None and replacing is None:
             log.info(
                 f"handbook: the bundle is unsigned; "
                 f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
@@ -196,10 +199,20 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
 
 
 def _log_findings(findings: list[Finding]) -> None:
-    """Each finding as `handbook check` prints it, at MkDocs' matching level."""
+    """Each finding as `handbook check` prints it, at MkDocs' matching level. Notices
+    (what adoption derived) are debug lines and one count: an adopted site has one per
+    field of every page, and they never fail a build."""
     levels = {"error": log.error, "warn": log.warning}
+    notices = 0
     for found in findings:
-        levels.get(found.severity, log.info)(str(found))
+        if found.severity == "notice":
+            notices += 1
+            log.debug(str(found))
+        else:
+            levels.get(found.severity, log.info)(str(found))
+    if notices:
+        counted = f"{notices} notice" + ("s" if notices != 1 else "")
+        log.info(f"handbook: {counted} (`handbook check --explain` lists them)")
 
 
 __all__ = ["HandbookConfig", "HandbookPlugin"]

@@ -56,6 +56,26 @@ def write_new(root: Path, rel: str, text: str, error: type[HandbookBuildError]) 
     return path
 
 
+def replace_file(path: Path, before: bytes, data: bytes, error: type[HandbookBuildError]) -> None:
+    """Write `data` over the file at `path` if it still holds `before`: through a new file
+    and a rename, so a crash leaves the old or the new, never half of one; never through
+    a link, and with the file's permissions kept."""
+    if path.is_symlink():
+        raise error(f"{path} is a symbolic link; refusing to write through it")
+    if path.read_bytes() != before:
+        raise error(f"{path} changed since it was read; nothing written to it, run again")
+    temporary = path.with_name(f".{path.name}.handbook-tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def check_output(out: Path, project: Path, versions: Path) -> None:
     """Before a build publishes `out`: no link on the way from the project folder (or,
     for an output outside it, from the output's own folder), the versions folder not a

@@ -29,6 +29,7 @@ from .errors import BundleError, KeyFormatError
 from .tools import TOOLS
 
 BUILD_COMMANDS = {
+    "adopt": "handbook_build.commands:adopt",
     "check": "handbook_build.commands:check",
     "build": "handbook_build.commands:build",
     "keygen": "handbook_build.commands:keygen",

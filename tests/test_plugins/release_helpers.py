@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import KEY, ROOT, Run, run_cli
+import site_helpers
+from conftest import KEY, KEY_PEM, ROOT, Run, run_cli
 
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -25,6 +26,12 @@ def init(folder: Path, *args: str, install_from: str | None = INSTALL_FROM) -> R
     `install_from` is None)."""
     extra = ("--install-from", install_from) if install_from is not None else ()
     return run_cli("init", str(folder), *args, *extra)
+
+
+def mkdocs_build(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mkdocs build` in `folder` as a release job runs it: signed with the test key, at
+    the fixed build time."""
+    return site_helpers.mkdocs_build(folder, *args, key_pem=KEY_PEM, epoch=EPOCH, check=False)
 
 
 def build_bundle(config: Path, out: Path) -> Path:

@@ -307,6 +307,11 @@ def test_unsigned_build_warns_and_is_refused_in_ci_or_strict(
         ).exit_code
         == 1
     )
+    signed = ["build", "--config", str(config_path), "--out", str(tmp_path / "u")]
+    assert run_cli(*signed, "--key", str(KEY_FILE)).exit_code == 0
+    over = run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "u"))
+    assert over.exit_code == 0
+    assert "is signed, and this build replaces it with an UNSIGNED one" in over.stderr
     monkeypatch.setenv("CI", "true")
     refused = run_cli("build", "--config", str(config_path), "--out", str(tmp_path / "c"))
     assert refused.exit_code == 1

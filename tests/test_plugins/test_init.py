@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 import yaml
-from conftest import KEY_PEM, PUBLIC, run_cli
-from release_helpers import EPOCH, INSTALL_FROM, files_of, init
+from conftest import PUBLIC, run_cli
+from release_helpers import INSTALL_FROM, files_of, init, mkdocs_build
 
 from handbook_build import load_config
 
@@ -234,17 +231,7 @@ def test_init_workflow_release_steps_work_on_the_new_library(
     environment, then `handbook pack` of what it published; the archive verifies."""
     folder = tmp_path / "lib"
     assert init(folder).exit_code == 0
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "HANDBOOK_SIGNING_KEY")}
-    env.update(SOURCE_DATE_EPOCH=EPOCH, NO_MKDOCS_2_WARNING="1", HANDBOOK_SIGNING_KEY=KEY_PEM)
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict"],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = mkdocs_build(folder, "--strict")
     assert done.returncode == 0, done.stderr
     assert (folder / "build" / "site" / "index.html").is_file()
     monkeypatch.chdir(folder)

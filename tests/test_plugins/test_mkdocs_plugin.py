@@ -168,10 +168,11 @@ def test_hostile_doc_fails_with_the_findings_of_handbook_check(tmp_path: Path) -
     expected = [
         line
         for line in (FIXTURES / "hostile" / "expected.txt").read_text().splitlines()
-        if ": HB" in line
+        if ": HB" in line and "(notice)" not in line  # notices are debug lines, then a count
     ]
     assert expected
     logged = result.stderr
+    assert "handbook: 1 notice (`handbook check --explain` lists them)" in logged
     for line in expected:
         assert line in logged, f"missing from mkdocs' log: {line}"
     assert "nothing built" in logged
@@ -200,6 +201,19 @@ def test_strict_build_refuses_to_be_unsigned(tmp_path: Path) -> None:
     unsigned = run("mkdocs", "build", cwd=config.parent)
     assert unsigned.returncode == 0, unsigned.stderr
     assert "unsigned" in unsigned.stderr
+    assert "UNSIGNED" not in unsigned.stderr  # it replaced nothing signed
+
+
+def test_an_unsigned_build_over_a_signed_bundle_warns_loudly(
+    tmp_path: Path, key: tuple[Path, str]
+) -> None:
+    config = copy_library(ROOT / "examples" / "plant-floor", tmp_path / "lib")
+    assert run("mkdocs", "build", cwd=config.parent, key=key[0]).returncode == 0
+    unsigned = run("mkdocs", "build", cwd=config.parent)
+    assert unsigned.returncode == 0, unsigned.stderr
+    assert "WARNING" in unsigned.stderr and "replaces it with an UNSIGNED one" in unsigned.stderr
+    refused = run("mkdocs", "build", "--strict", cwd=config.parent)
+    assert refused.returncode != 0
 
 
 def test_rebuilds_swap_the_published_bundle(tmp_path: Path, key: tuple[Path, str]) -> None:
