@@ -114,11 +114,11 @@ def parse(path: str, text: str, optional: bool = False) -> Frontmatter:
     node = _compose(path, source)
     if not isinstance(node, yaml.MappingNode):
         what = "empty" if node is None else f"a {_kind(node)}"
-        mark = _mark(node) if node is not None else Mark(_FIRST_LINE, 1)
+        mark = _mark(node, source) if node is not None else Mark(_FIRST_LINE, 1)
         raise FrontmatterError(
             rules.FRONTMATTER_NOT_MAPPING.at(path, mark.line, mark.col, what=what)
         )
-    reader = _Reader(path)
+    reader = _Reader(path, source)
     data, fields = reader.fields(node)
     return Frontmatter(data, fields, body_offset, body_line, reader.errors, reader.bool_words)
 
@@ -129,9 +129,20 @@ def _kind(node: yaml.Node) -> str:
     return "list" if isinstance(node, yaml.SequenceNode) else "single value"
 
 
-def _mark(node: yaml.Node) -> Mark:
+def _mark(node: yaml.Node, source: str) -> Mark:
     text = node.value if isinstance(node, yaml.ScalarNode) else ""
-    return Mark(node.start_mark.line + _FIRST_LINE, node.start_mark.column + 1, text)
+    return Mark(*_place(source, node.start_mark), text)
+
+
+def _place(source: str, mark: Any) -> tuple[int, int]:
+    """Line and column in the file of a YAML mark. YAML also breaks lines at NEL, LS and
+    PS, which editors and our findings do not, so the place is counted from the mark's
+    character index, not taken from its line."""
+    if mark is None:
+        return _FIRST_LINE, 1
+    index = min(mark.index, len(source))
+    line_start = source.rfind("\n", 0, index) + 1
+    return source.count("\n", 0, index) + _FIRST_LINE, index - line_start + 1
 
 
 def _compose(path: str, source: str) -> yaml.Node | None:
@@ -139,8 +150,7 @@ def _compose(path: str, source: str) -> yaml.Node | None:
     depth = 0
     try:
         for event in yaml.parse(source, Loader=_Loader):
-            mark = event.start_mark
-            line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
+            line, col = _place(source, event.start_mark)
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise FrontmatterError(rules.YAML_ALIAS.at(path, line, col))
             tag = getattr(event, "tag", None)
@@ -154,8 +164,9 @@ def _compose(path: str, source: str) -> yaml.Node | None:
                 depth -= 1
         return yaml.compose(source, Loader=_Loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line, col = (mark.line + _FIRST_LINE, mark.column + 1) if mark else (_FIRST_LINE, 1)
+        line, col = _place(
+            source, getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        )
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's own depth guard fired before ours
             raise FrontmatterError(_too_deep(path, line, col)) from None
@@ -170,8 +181,9 @@ class _Reader:
     """Turns a node tree into JSON values, collecting what it refuses (`errors`) and the
     YAML 1.1 words it reads as booleans."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, source: str) -> None:
         self.path = path
+        self.source = source
         self.errors: list[Finding] = []
         self.bool_words: list[BoolWord] = []
         self.field = ""
@@ -184,8 +196,12 @@ class _Reader:
             self.field = key.value
             refused = len(self.errors)
             read = self.value(value, key.value)
-            items = tuple(map(_mark, value.value)) if isinstance(value, yaml.SequenceNode) else ()
-            fields[key.value] = Field(_mark(key), _mark(value), items)
+            items = (
+                tuple(_mark(item, self.source) for item in value.value)
+                if isinstance(value, yaml.SequenceNode)
+                else ()
+            )
+            fields[key.value] = Field(_mark(key, self.source), _mark(value, self.source), items)
             if len(self.errors) == refused:
                 data[key.value] = read
         return data, fields
@@ -205,7 +221,7 @@ class _Reader:
         """The pairs whose keys are strings, each key once; the others are refused."""
         seen: set[str] = set()
         for key, value in node.value:
-            line, col, _ = _mark(key)
+            line, col, _ = _mark(key, self.source)
             if not isinstance(key, yaml.ScalarNode):
                 self._refuse(line, col, rules.YAML_KEY, "collection", kind=_kind(key))
             elif key.tag != _STR:
@@ -225,7 +241,7 @@ class _Reader:
         tag = node.tag
         if tag == _STR:
             return node.value
-        mark = _mark(node)
+        mark = _mark(node, self.source)
         line, col, text = mark
         if tag.endswith(":bool"):
             if text.lower() in _BOOL_WORDS:

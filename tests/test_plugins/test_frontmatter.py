@@ -230,3 +230,16 @@ def test_any_text_parses_or_is_refused_with_findings(body: str) -> None:
         refusals = {rules.YAML_TAG, rules.YAML_KEY, rules.YAML_FLOAT, rules.YAML_INT_RANGE}
         allowed = {rule.code for rule in refusals} | {rules.FIELD_TYPE.code}
         assert {f.code for f in fm.findings} <= allowed
+
+
+@pytest.mark.parametrize("brk", ["\x85", "\u2028", "\u2029"])
+def test_places_count_only_newlines_as_line_breaks(brk: str) -> None:
+    """YAML also breaks lines at NEL, LS and PS; a finding's place must be in the file as
+    editors number it, so a break character inside a value moves nothing."""
+    text = f"---\nsummary: 'a{brk}b'\nkeywords: [x, [y]]\n---\n"
+    fm = parse("x.md", text)
+    assert fm.fields["keywords"].value[:2] == (3, 11)
+    with pytest.raises(FrontmatterError) as info:
+        parse("x.md", f"---\nsummary: 'a{brk}b'\nkeywords: [x\n---\n")
+    (finding,) = info.value.findings
+    assert finding.line == 4 and finding.col == 1
