@@ -21,7 +21,15 @@ from . import rules, site_config
 from .errors import ConfigError
 from .findings import Finding, Level, Severity
 from .includes import Configured, configured
-from .options import BUILTIN_FIELDS, OPTIONS, VERIFIED_STATES, Adoption, Limits, Problems
+from .options import (
+    BUILTIN_FIELDS,
+    OPTIONS,
+    VERIFIED_STATES,
+    Adoption,
+    Limits,
+    Problems,
+    ReviewSettings,
+)
 from .rules import RULES
 
 
@@ -49,6 +57,8 @@ class Config:
     """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None
     """Set for a site whose pages were not written for Handbook."""
+    reviews: ReviewSettings | None
+    """Set for a library that declares reviewers (pedigree)."""
     docs_dir: Path
     config_path: Path
     site_dir: Path
@@ -76,15 +86,19 @@ class Config:
     @property
     def levels(self) -> dict[str, Level]:
         """Each rule's level: as configured, else, for an adopted site, every error a
-        warning (its content is never refused as it stands), else the rule's default."""
-        if self.adopt is None:
-            return dict(self.rules)
-        capped: dict[str, Level] = {
-            code: Severity.WARN
-            for code, rule in RULES.items()
-            if rule.configurable and rule.severity is Severity.ERROR
-        }
-        return {**capped, **self.rules}
+        warning (its content is never refused as it stands), and a protected doc short of
+        approvals as `reviews.unapproved` says; else the rule's default."""
+        levels: dict[str, Level] = {}
+        if self.adopt is not None:
+            levels = {
+                code: Severity.WARN
+                for code, rule in RULES.items()
+                if rule.configurable and rule.severity is Severity.ERROR
+            }
+        if self.reviews is not None:
+            outcome = {"error": Severity.ERROR, "omit": Severity.WARN, "flag": Severity.NOTICE}
+            levels[rules.APPROVALS_MISSING.code] = outcome[self.reviews.unapproved]
+        return {**levels, **self.rules}
 
     @property
     def vocabularies(self) -> dict[str, tuple[str, ...]]:

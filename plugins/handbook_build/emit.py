@@ -21,7 +21,8 @@ from typing import Any
 
 from handbook import canonical, search_format
 from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
-from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
+from handbook.layout import CATALOG, INDEX, LLMS, REVIEWS, SEARCH, TOOLS, content_path
+from handbook.records import Record
 from handbook.tools import context_of, definitions
 
 from .config import Config
@@ -30,6 +31,7 @@ from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .parse import Doc
+from .reviews import reviews_file
 from .seal import BundleWriter
 
 CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
@@ -45,10 +47,12 @@ def emit(
     writer: BundleWriter,
     index: LunrIndex,
     resources: Mapping[str, Sequence[str]] | None = None,
+    records: Sequence[Record] = (),
 ) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
     the docs' `index_entries`, added while they were parsed (in path order); `resources`
-    the attached files of folder docs (doc path -> paths in the docs root)."""
+    the attached files of folder docs (doc path -> paths in the docs root); `records` the
+    verified reviews and invalidations, for a library that declares reviewers."""
     docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
     entries = []
     for doc in docs:
@@ -68,6 +72,8 @@ def emit(
             catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
         ).encode(),
     )
+    if config.reviews is not None:
+        writer.write(REVIEWS, reviews_file(config, records))
     with writer.stream(INDEX) as fh:
         index.write(fh)
     with writer.stream(SEARCH) as fh:
@@ -147,9 +153,9 @@ _MEDIA_TYPES = {
 """Types the platform's table may lack or name differently, fixed so bundles agree."""
 
 
-def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> Resource:
-    """Copy one attached file into the bundle, named by its sha256 (read without following
-    links; never executed, never parsed)."""
+def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes]:
+    """One attached file and its bytes (read without following links; never executed,
+    never parsed)."""
     fd = os.open(config.docs_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -165,6 +171,22 @@ def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> 
     resource = Resource(
         posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type
     )
+    return resource, data
+
+
+def entry_of(
+    doc: Doc, config: Config, resources: Mapping[str, Sequence[str]] | None = None
+) -> DocEntry:
+    """The doc's catalog entry, its attached files hashed but not written (what reviews
+    are checked against at check time)."""
+    body = doc.body.encode("utf-8")
+    files = tuple(attached(config, doc.path, rel)[0] for rel in (resources or {}).get(doc.path, ()))
+    return _entry(doc, config, body, hashlib.sha256(body).hexdigest(), files)
+
+
+def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> Resource:
+    """Copy one attached file into the bundle, named by its sha256."""
+    resource, data = attached(config, doc_path, rel)
     if resource.file not in writer.files:
         writer.write(resource.file, data)
     return resource

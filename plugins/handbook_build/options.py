@@ -19,7 +19,9 @@ from inspect import cleandoc
 from pathlib import Path
 from typing import Any
 
+from handbook.errors import KeyFormatError
 from handbook.manifest import utc_seconds
+from handbook.signing import PublicKey
 
 from . import rules
 from .findings import LEVELS, Finding, Level, Severity
@@ -78,6 +80,26 @@ class Adoption:
             if fnmatch.fnmatchcase(path, pattern):
                 return kind, pattern
         return self.default_kind, None
+
+
+UNAPPROVED = ("error", "omit", "flag")
+"""What a build does with a protected doc short of approvals: fail, leave it out of the
+bundle (a warning), or ship it flagged (its pedigree says so)."""
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """The `reviews` option: who may review, where reviews are kept, the policy."""
+
+    folder: Path
+    reviewers: tuple[tuple[str, str], ...]
+    """(name, public key as `ed25519:…`), in the order written."""
+    required_approvals: int = 1
+    protected_kinds: tuple[str, ...] = ()
+    protected_keywords: tuple[str, ...] = ()
+    horizon: int | None = None
+    """Seconds after its last approval or corroboration when a doc is stale."""
+    unapproved: str = "flag"
 
 
 class Problems:
@@ -306,6 +328,80 @@ def _check_adopt(value: Any, key: str, errors: Problems) -> Adoption | None:
     return Adoption(tuple(kinds.items()), str(default))
 
 
+_REVIEW_KEYS = ("folder", "reviewers", "required_approvals", "protected", "horizon", "unapproved")
+_DURATION = re.compile(r"^([1-9][0-9]{0,5})([dh])$")
+
+
+def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        errors.add(key, f"must be a mapping ({', '.join(_REVIEW_KEYS)})")
+        return None
+    for name in sorted(set(value) - set(_REVIEW_KEYS), key=str):
+        errors.add(f"{key}.{name}", f"unknown key; expected one of: {', '.join(_REVIEW_KEYS)}")
+    reviewers = value.get("reviewers", {})
+    if (
+        not isinstance(reviewers, dict)
+        or not reviewers
+        or not all(
+            isinstance(n, str) and NAME.fullmatch(n) and isinstance(k, str)
+            for n, k in reviewers.items()
+        )
+    ):
+        errors.add(
+            f"{key}.reviewers", "must map reviewer names (like `alice`) to public keys `ed25519:…`"
+        )
+        reviewers = {}
+    for name, public in reviewers.items():
+        try:
+            PublicKey.parse(public)
+        except KeyFormatError as exc:
+            errors.add(f"{key}.reviewers.{name}", str(exc))
+    if len({k for k in reviewers.values()}) < len(reviewers):
+        errors.add(f"{key}.reviewers", "two reviewers have one key: each reviewer needs their own")
+    required = value.get("required_approvals", 1)
+    if type(required) is not int or not 0 <= required <= max(len(reviewers), 1):
+        errors.add(
+            f"{key}.required_approvals",
+            f"must be a whole number from 0 to the number of reviewers ({len(reviewers)})",
+        )
+        required = 1
+    protected = value.get("protected", {})
+    if (
+        not isinstance(protected, dict)
+        or set(protected) - {"kinds", "keywords"}
+        or not all(_str_list(v) for v in protected.values())
+    ):
+        errors.add(f"{key}.protected", "must be a mapping with `kinds` and/or `keywords` lists")
+        protected = {}
+    horizon = value.get("horizon")
+    seconds = None
+    if horizon is not None:
+        match = _DURATION.fullmatch(str(horizon))
+        if match is None:
+            errors.add(f"{key}.horizon", f"{horizon!r} is not a duration like 180d or 12h")
+        else:
+            seconds = int(match[1]) * (86_400 if match[2] == "d" else 3_600)
+    unapproved = value.get("unapproved", "flag")
+    if unapproved not in UNAPPROVED:
+        errors.add(f"{key}.unapproved", f"{unapproved!r}: expected one of {', '.join(UNAPPROVED)}")
+        unapproved = "flag"
+    folder = value.get("folder", "reviews")
+    if not isinstance(folder, str) or not folder:
+        errors.add(f"{key}.folder", "must be a folder path")
+        folder = "reviews"
+    return ReviewSettings(
+        errors.base / folder,
+        tuple(reviewers.items()),
+        required,
+        tuple(protected.get("kinds", ())),
+        tuple(protected.get("keywords", ())),
+        seconds,
+        str(unapproved),
+    )
+
+
 LAYOUTS = ("site", "skills")
 
 
@@ -517,6 +613,38 @@ OPTIONS: tuple[Option, ...] = (
             (`page`; {rules.KIND_DERIVED.code}). Content is never refused as it stands:
             every rule that would be an error is a warning unless `rules` says otherwise.
             `handbook adopt --write` pins the derived fields into the files.
+        """),
+    ),
+    Option(
+        "reviews",
+        dict,
+        None,
+        _check_reviews,
+        "Who reviews docs, where their signed reviews are kept, and the review policy.",
+        cleandoc("""
+            Turns on pedigree (see the pedigree guide). `reviewers` maps each reviewer's
+            name to their public key (`ed25519:…`, from `handbook keygen`); `folder` is
+            where `handbook review` and `handbook invalidate` write their signed records,
+            one JSON file each, beside the docs (default `reviews`, relative to the
+            configuration). `required_approvals` (default 1) is how many distinct
+            reviewers must approve the current revision of a protected doc: one whose
+            kind is in `protected.kinds` or that has a keyword in `protected.keywords`; a
+            doc's `owners` never count for it. `unapproved` says what a build does with a
+            protected doc short of approvals: `error`, `omit` (left out of the bundle,
+            with a warning) or `flag` (the default: shipped, its pedigree says so).
+            `horizon` (like `180d`) is how long after its last approval or corroboration
+            a doc is stale. Every review is verified at check and build; only verified
+            reviews reach the bundle.
+
+            ```yaml
+            reviews:
+              reviewers:
+                alice: ed25519:Q1mNWRtm+fpPxXkuCf1DZHiVOhdCwhrPgQbz9QoxHrY=
+                bob: ed25519:Wl0N6g1cGJsQ0DpZ5d8RjXeEhvUdVw1Y6yhl3Fy8E6s=
+              required_approvals: 2
+              protected: {kinds: [device]}
+              horizon: 180d
+            ```
         """),
     ),
     Option(

@@ -21,16 +21,18 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle
 from handbook.manifest import utc_seconds, utc_time
+from handbook.records import Record
 
 from . import rules, skills, snippets
 from .adopt import IdLedger, derive
 from .config import Config
-from .emit import emit, index_entries
+from .emit import emit, entry_of, index_entries
 from .errors import BuildError
 from .findings import Finding, Severity, apply_levels, count
 from .includes import Expander
 from .lunr_index import LunrIndex
 from .parse import Doc, parse
+from .reviews import Reviewed, review
 from .safe_paths import check_output
 from .seal import BundleWriter, publish, staging, versions_dir
 from .source import Text, discover, read
@@ -47,6 +49,10 @@ class CheckResult:
     """Folder docs' attached files: doc path -> file paths, relative to the docs root."""
     files: int = 0
     """Every markdown file read, whether it parsed into a doc or not."""
+    records: list[Record] = field(default_factory=list)
+    """The verified reviews and invalidations (a library that declares reviewers)."""
+    omitted: set[str] = field(default_factory=set)
+    """Paths of docs the review policy leaves out of the bundle."""
 
     @property
     def errors(self) -> int:
@@ -111,17 +117,22 @@ def _write(
     """Check, index (as docs arrive), emit and seal. Docs and index are gone once this
     returns, which leaves the memory to the verification that follows."""
     index = LunrIndex()
-    result = check(config, progress, on_doc=lambda doc: index.extend(index_entries([doc])))
+    omitting = config.reviews is not None and config.reviews.unapproved == "omit"
+    indexing = None if omitting else (lambda doc: index.extend(index_entries([doc])))
+    result = check(config, progress, on_doc=indexing)
     if result.failed(strict):
         raise BuildError(result.findings, len(result.docs))
+    docs = [doc for doc in result.docs if doc.path not in result.omitted]
+    if omitting:  # which docs are left out is known only once every doc is read
+        index.extend(index_entries(docs))
     built_at = build_time()
-    emit(result.docs, config, built_at, writer, index, result.resources)
+    emit(docs, config, built_at, writer, index, result.resources, result.records)
     expires = expiry(built_at, config.expires) if config.expires else None
     writer.seal(
         library=config.library,
         version=config.version,
         built_at=built_at,
-        docs=len(result.docs),
+        docs=len(docs),
         key=key,
         expires=expires,
     )
@@ -191,7 +202,24 @@ def check(
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))
     findings.extend(check_resources(config, found.resources))
-    return CheckResult(docs, apply_levels(findings, config.levels), found.resources, total)
+    reviewed = Reviewed()
+    if config.reviews is not None:
+        entries = {(d.id, _lang(d)): (d, entry_of(d, config, found.resources)) for d in docs}
+        reviewed = review(config, entries)
+        findings.extend(reviewed.findings)
+    return CheckResult(
+        docs,
+        apply_levels(findings, config.levels),
+        found.resources,
+        total,
+        reviewed.records,
+        reviewed.omitted,
+    )
+
+
+def _lang(doc: Doc) -> str | None:
+    lang = doc.meta.get("lang")
+    return lang if isinstance(lang, str) else None
 
 
 def load(

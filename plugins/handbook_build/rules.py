@@ -470,3 +470,63 @@ SKILL_BODY_LONG = _rule(
     "specification recommends under 500 lines and 5,000 tokens: move detail into "
     "`references/` files",
 )
+
+
+# -- pedigree: reviews, invalidations and the fields they rely on -------------------------------
+
+REVIEW_INVALID = _rule(
+    "HB801",
+    "review-invalid",
+    ERROR,
+    "A review or invalidation file cannot be used: unreadable, malformed, misnamed or of "
+    "another library.",
+    "{problem}; fix the record, or remove the file",
+    name="the file is named {name}, but the record's id is {id}: a record is kept as "
+    "<its id>.json (rename it, or write it again with `handbook review`)",
+    library="the record is about library {library!r}, not {expected!r}; remove the file",
+    large="the file has {size:,} bytes; a record has at most {limit:,}",
+)
+REVIEW_UNVERIFIED = _rule(
+    "HB802",
+    "review-unverified",
+    ERROR,
+    "A record's signature does not verify with a declared reviewer's key; it is left out.",
+    "{problem}; declare the reviewer under `reviews.reviewers`, or remove the file",
+)
+REVIEW_UNKNOWN_DOC = _rule(
+    "HB803",
+    "review-unknown-doc",
+    ERROR,
+    "A review names a doc (or a section of it) that the library does not have.",
+    doc="reviews doc {doc!r}, which the library does not have; remove the file",
+    section="reviews section {section!r} of {doc}, which its current revision does not have",
+)
+SELF_REVIEW = _rule(
+    "HB804",
+    "self-review",
+    WARN,
+    "A review by one of the doc's owners: it is kept and shown, and never counts.",
+    "{reviewer} reviews {doc}, which names them in `owners`; a review must come from "
+    "someone else to count",
+)
+APPROVALS_MISSING = _rule(
+    "HB805",
+    "approvals-missing",
+    WARN,
+    "A protected doc has fewer approvals of its current revision than the policy requires.",
+    "{doc} is protected and has {approvals} of the {required} approvals its current revision "
+    "needs{outcome}: ask reviewers for `handbook review {doc} --verdict approve`",
+)
+PEDIGREE_FIELD = _rule(
+    "HB806",
+    "pedigree-field",
+    ERROR,
+    "`owners`, `about`, `retired` or `superseded_by` has a wrong value.",
+    owners="`owners` must list names of declared reviewers; {name!r} is not one",
+    owners_type="`owners` must be a list of reviewer names, like `owners: [alice]`",
+    about="`about` must list URIs (scheme:rest, like `urn:device:acme-ac200` or "
+    "`https://…`); {value!r} is not one",
+    retired="`retired` must be true or the reason, not {type}",
+    successor="`superseded_by` names {successor!r}, which the library does not have",
+    self_successor="`superseded_by` names the doc itself",
+)

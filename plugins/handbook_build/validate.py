@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import field_names, rules, schema, skills, snippets, unsafe_html
+from . import field_names, reviews, rules, schema, skills, snippets, unsafe_html
 from .config import Config
 from .findings import Finding
 from .parse import Doc
@@ -16,13 +16,14 @@ from .parse import Doc
 def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
-    """The rules that need only this doc: fields, their names, snippets and script in the
+    """The rules that need only this doc: fields, their names, its pedigree fields, snippets and script in the
     body (not looked for when the library switched HB403 off: it reads every paragraph)."""
     findings = (
         schema.check(doc, config)
         + list(
             field_names.check(doc, skills.SPEC_FIELDS if skills.claims_spec(doc, config) else ())
         )
+        + list(reviews.check_fields(doc, config))
         + snippets.check(doc, validators)
     )
     if config.levels.get(rules.UNSAFE_HTML.code) != "off":
@@ -43,7 +44,7 @@ def check_resources(config: Config, resources: Mapping[str, Sequence[str]]) -> I
 
 def check_library(docs: Sequence[Doc], default_lang: str | None = None) -> list[Finding]:
     """The rules that need every doc at once."""
-    return list(duplicate_ids(docs, default_lang))
+    return [*duplicate_ids(docs, default_lang), *reviews.check_library(docs)]
 
 
 def duplicate_ids(docs: Sequence[Doc], default_lang: str | None = None) -> Iterator[Finding]:

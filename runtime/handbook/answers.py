@@ -36,6 +36,27 @@ class SectionInfo(TypedDict):
     chars: int
 
 
+class Pedigree(TypedDict, total=False):
+    """Who vouched for a doc and how far to trust it now (`handbook.pedigree`); in every
+    answer that names a doc of a library with reviewers, and of any retired doc."""
+
+    state: str
+    """reviewed | unreviewed | stale | under_approved | suspect | contested | retired"""
+    confidence: float
+    reviews: int
+    """Reviewers whose latest verdict is on the current revision."""
+    approvals: int
+    approvals_required: int
+    last_reviewed: dict[str, str]
+    """{at, by, verdict}"""
+    staleness_days: int
+    contradictions: list[dict[str, str]]
+    """The open ones: {by, at, verdict, basis, section?}"""
+    verify_first: str
+    """Why to check before acting, when there is a reason."""
+    superseded_by: str
+
+
 class DocSummary(TypedDict, total=False):
     id: str
     kind: str
@@ -47,6 +68,7 @@ class DocSummary(TypedDict, total=False):
     ref: str
     """`<library>:<id>`, on a shelf of several libraries."""
     library: str
+    pedigree: Pedigree
 
 
 class ListAnswer(Answer, total=False):
@@ -91,6 +113,7 @@ class GetAnswer(Answer, total=False):
     choices: list[str]
     available_ids: list[str]
     available_ids_truncated: bool
+    pedigree: Pedigree
 
 
 class SearchHit(TypedDict, total=False):
@@ -102,6 +125,7 @@ class SearchHit(TypedDict, total=False):
     excerpt: str
     ref: str
     library: str
+    pedigree: Pedigree
 
 
 class SearchAnswer(Answer, total=False):
@@ -120,6 +144,7 @@ class CollectItem(TypedDict, total=False):
     whole: bool
     bytes: int
     sections: list[str]
+    pedigree: Pedigree
 
 
 class Omission(TypedDict, total=False):
@@ -147,6 +172,7 @@ class Source(TypedDict, total=False):
     anchor: str | None
     excerpt: str
     score: float
+    pedigree: Pedigree
 
 
 class AskAnswer(Answer, total=False):

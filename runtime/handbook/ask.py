@@ -152,4 +152,5 @@ def _source(snap: Snapshot, hit: SearchHit) -> Source:
         "anchor": hit.get("anchor"),
         "excerpt": hit.get("excerpt", ""),
         "score": hit["score"],
+        **({"pedigree": hit["pedigree"]} if "pedigree" in hit else {}),
     }

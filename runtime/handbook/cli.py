@@ -37,7 +37,10 @@ BUILD_COMMANDS = {
     "diff": "handbook_build.release_commands:diff_command",
     "export": "handbook_build.export_commands:export_group",
     "init": "handbook_build.release_commands:init_command",
+    "invalidate": "handbook_build.review_commands:invalidate_command",
     "release": "handbook_build.release_commands:release_command",
+    "review": "handbook_build.review_commands:review_command",
+    "reviews": "handbook_build.review_commands:reviews_command",
 }
 
 

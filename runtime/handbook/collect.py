@@ -247,6 +247,8 @@ def _fill(
             "revision": doc.revision,
             "title": doc.title,
         }
+        if (pedigree := snap.pedigree(doc)) is not None:
+            item["pedigree"] = pedigree
         if used + len(content) <= max_bytes:
             item.update({"content": content.decode("utf-8"), "whole": True, "bytes": len(content)})
         else:

@@ -20,6 +20,9 @@ TOOLS = "tools.json"
 """The agent tool definitions, for offline consumers (generated from `handbook.tools`)."""
 LLMS = "llms.txt"
 """The llms.txt view of the library."""
+REVIEWS = "reviews.json"
+"""The verified review and invalidation records, the reviewers and the review policy
+(only in a library that declares reviewers)."""
 CONTENT_DIR = "content"
 RESOURCES_DIR = "resources"
 

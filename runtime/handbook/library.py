@@ -100,7 +100,11 @@ class Library(SnapshotTools):
     """One verified knowledge bundle and the tools agents call on it."""
 
     def __init__(
-        self, snapshot: Snapshot, path: str, opener: Callable[[], Bundle], max_response_chars: int
+        self,
+        snapshot: Snapshot,
+        path: str,
+        opener: Callable[[], Bundle],
+        max_response_chars: int,
     ) -> None:
         self._snapshot = snapshot
         self._path = path
@@ -125,6 +129,7 @@ class Library(SnapshotTools):
         timeout: float | None = None,
         allow_http: bool = False,
         trust: TrustPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
@@ -135,7 +140,8 @@ class Library(SnapshotTools):
         signature must cover, `allow_rollback` accepts a version below the highest already
         accepted, `cache_dir` and `state_dir` place the download cache and the version
         high-water file, `timeout` bounds each whole download (seconds), and `allow_http`
-        permits plain http to a host that is not loopback (`handbook.web`)."""
+        permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
+        the time pedigrees are derived at (tests pass a fixed one)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,
@@ -156,7 +162,7 @@ class Library(SnapshotTools):
                 hash_all = False  # fetch has just hashed every byte
             return open_bundle(location, trust=policy, hash_all=hash_all)
 
-        first = Snapshot.of(opener(hash_all=False), utc_time(time.time()))
+        first = Snapshot.of(opener(hash_all=False), utc_time(time.time()), clock)
         return cls(first, os.fspath(path), opener, max(1000, int(max_response_chars)))
 
     # -- what is served ---------------------------------------------------------------------
@@ -205,7 +211,7 @@ class Library(SnapshotTools):
         file is then refused up front instead of failing one request later."""
         with self._reload_lock:
             try:
-                snapshot = Snapshot.of(self._opener(), utc_time(time.time()))
+                snapshot = Snapshot.of(self._opener(), utc_time(time.time()), self._snapshot.clock)
             except Exception as exc:  # whatever is wrong with the new one, the old one serves
                 if isinstance(exc, BundleError):
                     self.last_reload_error = str(exc)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from .answers import DocSummary, ListAnswer
+from .answers import DocSummary, ListAnswer, Pedigree
 from .bounds import (
     ENVELOPE_CHARS,
     MAX_LIMIT,
@@ -23,8 +23,9 @@ from .bounds import (
     refusal,
 )
 from .catalog import DocEntry
+from .pedigree import is_retired
 from .query import QueryError, parse
-from .snapshot import Snapshot, active_filters, compact, field
+from .snapshot import Snapshot, active_filters, compact, field, truth
 
 DEFAULT_LIST_LIMIT = 20
 EXACT_MATCH_BONUS = 1_000_000
@@ -55,7 +56,10 @@ def list_docs(
     except QueryError as exc:
         return {"count": 0, "docs": [], "error": exc.to_dict()}
     fields = snap.bundle.catalog.library.list_fields
-    entries = [summary(snap.docs[n], fields) for n in selected[start : start + checked]]
+    entries = [
+        summary(snap.docs[n], fields, snap.pedigree(snap.docs[n]))
+        for n in selected[start : start + checked]
+    ]
     hint = list_hint(len(selected), checked, bool(active), start)
     return page(entries, len(selected), checked, start, hint, max_chars)
 
@@ -72,7 +76,12 @@ def select(snap: Snapshot, query: str | None, active: Mapping[str, Any]) -> list
 def scored(snap: Snapshot, query: str | None, active: Mapping[str, Any]) -> list[tuple[int, float]]:
     """(catalog position, score) of the docs passing `active`, best first; every score
     is 0 without a query. Raises QueryError for a query the retriever refuses."""
-    selected = [n for n, doc in enumerate(snap.docs) if snap.matches(doc, active)]
+    retired = truth(active.get("include_retired")) is True
+    selected = [
+        n
+        for n, doc in enumerate(snap.docs)
+        if snap.matches(doc, active) and (retired or not is_retired(doc))
+    ]
     if query is None or not str(query).strip():
         return [(n, 0.0) for n in selected]
     return rank_docs(snap, str(query), set(selected))
@@ -97,8 +106,11 @@ def rank_docs(snap: Snapshot, query: str, allowed: set[int]) -> list[tuple[int, 
     return sorted(best.items(), key=lambda item: (-item[1], snap.docs[item[0]].id))
 
 
-def summary(doc: DocEntry, list_fields: Sequence[str]) -> DocSummary:
-    """A doc as `list` shows it: no content, its fields and its sections' sizes."""
+def summary(
+    doc: DocEntry, list_fields: Sequence[str], pedigree: Pedigree | None = None
+) -> DocSummary:
+    """A doc as `list` shows it: no content, its fields, its pedigree and its sections'
+    sizes."""
     entry: dict[str, Any] = {
         "id": doc.id,
         "kind": doc.kind,
@@ -111,6 +123,8 @@ def summary(doc: DocEntry, list_fields: Sequence[str]) -> DocSummary:
         value = field(doc, name)
         if value is not None:
             entry.setdefault(name, value)
+    if pedigree is not None:
+        entry["pedigree"] = pedigree
     entry["sections"] = [
         {"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections
     ]

@@ -64,6 +64,8 @@ def get_doc(
     }
     if language := snap.lang_of(doc):
         answer["lang"] = language
+    if (pedigree := snap.pedigree(doc)) is not None:
+        answer["pedigree"] = pedigree
     if doc.resources:
         answer["resources"] = [
             {"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources

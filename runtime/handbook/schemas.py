@@ -32,6 +32,40 @@ _ENVELOPE = {
 
 _SECTION = _result({"title": _STRING, "anchor": _STRING, "chars": _INT}, ["title", "anchor"])
 
+PEDIGREE = _result(
+    {
+        "state": {
+            "type": "string",
+            "enum": [
+                "reviewed",
+                "unreviewed",
+                "stale",
+                "under_approved",
+                "suspect",
+                "contested",
+                "retired",
+            ],
+        },
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "reviews": _INT,
+        "approvals": _INT,
+        "approvals_required": _INT,
+        "last_reviewed": _result({"at": _STRING, "by": _STRING, "verdict": _STRING}, ["at", "by"]),
+        "staleness_days": _INT,
+        "contradictions": _array(
+            _result(
+                {"by": _STRING, "at": _STRING, "verdict": _STRING, "basis": _STRING},
+                ["by", "basis"],
+            )
+        ),
+        "verify_first": _STRING,
+        "superseded_by": _STRING,
+    },
+    ["state"],
+)
+"""Who vouched for a doc and how far to trust it now; present where the library has
+reviewers, or the doc is retired."""
+
 DOC_SUMMARY = _result(
     {
         "id": _STRING,
@@ -41,6 +75,7 @@ DOC_SUMMARY = _result(
         "verified": _STRING,
         "chars": _INT,
         "sections": _array(_SECTION),
+        "pedigree": PEDIGREE,
     },
     ["id", "title", "summary"],
 )
@@ -70,6 +105,7 @@ GET = _result(
         "offset": _INT,
         "next_offset": _INT,
         "suggestions": _array(_STRING),
+        "pedigree": PEDIGREE,
         **_ENVELOPE,
     },
     ["found"],
@@ -83,6 +119,7 @@ HIT = _result(
         "anchor": _OPT_STRING,
         "score": {"type": "number"},
         "excerpt": _STRING,
+        "pedigree": PEDIGREE,
     },
     ["id", "title", "score"],
 )
@@ -112,6 +149,7 @@ COLLECT = _result(
                     "content": _STRING,
                     "whole": _BOOL,
                     "bytes": _INT,
+                    "pedigree": PEDIGREE,
                 },
                 ["ref", "id", "revision", "title", "content"],
             )
@@ -140,6 +178,7 @@ ASK = _result(
                     "version": _OPT_STRING,
                     "section": _OPT_STRING,
                     "excerpt": _STRING,
+                    "pedigree": PEDIGREE,
                 },
                 ["document_id", "title", "excerpt"],
             )

@@ -59,7 +59,7 @@ def bounded_hits(
 
 def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
     passage = snap.retriever.passage(hit.entry)
-    return {
+    rendered: SearchHit = {
         "id": passage.doc_id,
         "title": passage.doc_title,
         "section": passage.title or None,
@@ -67,6 +67,9 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
         "score": round(hit.score, 4),
         "excerpt": excerpt(snap, hit),
     }
+    if (pedigree := snap.pedigree(snap.docs[passage.doc])) is not None:
+        rendered["pedigree"] = pedigree
+    return rendered
 
 
 def excerpt(snap: Snapshot, hit: Hit) -> str:

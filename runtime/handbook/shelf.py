@@ -100,7 +100,11 @@ class Shelf(SnapshotTools):
             doc = snap.docs[n]
             fields = snap.bundle.catalog.library.list_fields
             entries.append(
-                {**summary(doc, fields), "ref": f"{snap.name}:{doc.id}", "library": snap.name}
+                {
+                    **summary(doc, fields, snap.pedigree(doc)),
+                    "ref": f"{snap.name}:{doc.id}",
+                    "library": snap.name,
+                }
             )
         hint = list_hint(len(ranked), checked, bool(active), start)
         out = page(entries, len(ranked), checked, start, hint, self.max_response_chars)

@@ -8,15 +8,19 @@ searches never parses the catalog).
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
-from .answers import GetAnswer
+from .answers import GetAnswer, Pedigree
 from .bounds import clip
 from .bundle import Bundle
 from .catalog import DocEntry, SectionEntry
+from .layout import REVIEWS
+from .pedigree import Ledger, ledger_of, retirement
 from .retriever import Retriever, open_retriever
 from .stemmer import stem
 from .tool_model import ToolContext
@@ -35,12 +39,34 @@ def compact(text: str) -> str:
 class Snapshot:
     """What one verified bundle answers from."""
 
-    def __init__(self, bundle: Bundle, retriever: Retriever, loaded_at: str) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        retriever: Retriever,
+        loaded_at: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.bundle, self.retriever, self.loaded_at = bundle, retriever, loaded_at
+        self.clock = clock
+        """Now, in seconds since the epoch: pedigrees are derived at the time of the call."""
 
     @classmethod
-    def of(cls, bundle: Bundle, loaded_at: str) -> Snapshot:
-        return cls(bundle, open_retriever(bundle), loaded_at)
+    def of(cls, bundle: Bundle, loaded_at: str, clock: Callable[[], float] = time.time) -> Snapshot:
+        return cls(bundle, open_retriever(bundle), loaded_at, clock)
+
+    @cached_property
+    def ledger(self) -> Ledger | None:
+        """The verified reviews, for a library that declares reviewers."""
+        if REVIEWS not in self.bundle.manifest.signed.files:
+            return None
+        return ledger_of(json.loads(self.bundle.read(REVIEWS)))
+
+    def pedigree(self, doc: DocEntry) -> Pedigree | None:
+        """The doc's pedigree now (`handbook.pedigree`); for a library without reviewers,
+        only a retired doc has one."""
+        if self.ledger is None:
+            return cast(Pedigree, retirement(doc)) or None
+        return cast(Pedigree, self.ledger.pedigree(doc, self.clock()))
 
     @property
     def name(self) -> str:
@@ -141,6 +167,12 @@ class Snapshot:
     def filter_problem(self, name: str, value: Any) -> str | None:
         """Why `name=value` matches no doc of this bundle (an unknown field or value), or
         None. `lang` is every doc's language, its own or the library's default."""
+        if name in PEDIGREE_FILTERS:
+            if truth(value) is None:
+                return f"{name} takes true or false, not {clip(str(value))!r}."
+            if name != "include_retired" and self.ledger is None:
+                return f"The library has no reviews, so no doc is {name}: leave {name} out."
+            return None
         if name == "lang":
             if str(value) in self.languages:
                 return None
@@ -162,11 +194,24 @@ class Snapshot:
         return None
 
     def matches(self, doc: DocEntry, filters: Mapping[str, Any]) -> bool:
-        """Whether `doc` passes every filter: case-insensitive, list fields by membership."""
-        return all(
-            self.lang_of(doc) == str(v) if k == "lang" else _matches(field(doc, k), v)
-            for k, v in filters.items()
-        )
+        """Whether `doc` passes every filter: case-insensitive, list fields by membership;
+        `reviewed` and `suspect` by its pedigree now (`include_retired` is `select`'s)."""
+        for name, value in filters.items():
+            if name == "lang":
+                passed = self.lang_of(doc) == str(value)
+            elif name in PEDIGREE_FILTERS:
+                passed = name == "include_retired" or self._pedigree_is(doc, name) == truth(value)
+            else:
+                passed = _matches(field(doc, name), value)
+            if not passed:
+                return False
+        return True
+
+    def _pedigree_is(self, doc: DocEntry, name: str) -> bool:
+        pedigree = self.pedigree(doc) or {}
+        if name == "suspect":
+            return pedigree.get("state") == "suspect"
+        return bool(pedigree.get("reviews"))
 
     # -- passages --------------------------------------------------------------------------------
 
@@ -187,6 +232,17 @@ class Snapshot:
             parts = [doc.title, *doc.keywords, *doc.aliases, doc.summary]
             text = "\n".join([*parts, overview.decode("utf-8", "replace")])
         return frozenset(stem(w.lower()) for w in WORD.findall(text))
+
+
+PEDIGREE_FILTERS = ("reviewed", "suspect", "include_retired")
+"""Filters on a doc's pedigree rather than its fields."""
+
+
+def truth(value: Any) -> bool | None:
+    """A filter's true or false (`true`, `false`, as JSON or as text), or None."""
+    if isinstance(value, bool):
+        return value
+    return {"true": True, "false": False}.get(str(value).strip().lower())
 
 
 def active_filters(filters: Mapping[str, Any]) -> dict[str, Any]:

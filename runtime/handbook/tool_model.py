@@ -77,6 +77,11 @@ def integer(text: str) -> Any:
     )
 
 
+def boolean(text: str) -> Any:
+    """true or false; anything else as written, for the handler to refuse in its words."""
+    return {"true": True, "false": False}.get(text.strip().lower(), text)
+
+
 def words(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 

@@ -22,7 +22,16 @@ from typing import Any
 from . import answers
 from . import schemas as out
 from .catalog import Catalog
-from .tool_model import Param, Tool, ToolContext, integer, pairs, revision_map, words
+from .tool_model import (
+    Param,
+    Tool,
+    ToolContext,
+    boolean,
+    integer,
+    pairs,
+    revision_map,
+    words,
+)
 from .tool_model import context_of as _context_of
 
 
@@ -57,6 +66,27 @@ REVISION = Param(
 )
 
 
+REVIEWED = Param(
+    "reviewed",
+    {"type": "boolean"},
+    "true: only docs whose current revision has a review; false: only docs without one "
+    "(libraries with reviewers).",
+    from_text=boolean,
+)
+SUSPECT = Param(
+    "suspect",
+    {"type": "boolean"},
+    "true: only docs that changed, or whose subject changed, since their last review.",
+    from_text=boolean,
+)
+INCLUDE_RETIRED = Param(
+    "include_retired",
+    {"type": "boolean"},
+    "true: list retired and superseded docs too (left out by default).",
+    from_text=boolean,
+)
+
+
 # -- the table ------------------------------------------------------------------------------
 
 TOOLS: tuple[Tool, ...] = (
@@ -71,10 +101,12 @@ TOOLS: tuple[Tool, ...] = (
             "then fetch the matching doc with knowledge_get. Filter by any field"
             + (f" ({', '.join(c.filters)})" if c.filters else "")
             + ", or pass a free-text query that matches titles, summaries, keywords, aliases and "
-            "model numbers. Returns compact entries: id, kind, title, summary, verified state and "
-            "size; no content. Long lists come in pages: pass offset=next_offset for the next."
+            "model numbers. Returns compact entries: id, kind, title, summary, verified state, "
+            "size and, where docs are reviewed, their pedigree (state, confidence, last review; "
+            "verify_first says why to check before acting); no content. Retired docs are left "
+            "out unless include_retired. Long lists come in pages: pass offset=next_offset."
         ),
-        (QUERY, _limit(20), OFFSET, LANG),
+        (QUERY, _limit(20), OFFSET, LANG, REVIEWED, SUSPECT, INCLUDE_RETIRED),
         out.LIST,
         answers.ListAnswer,
         filters=True,
