@@ -17,7 +17,8 @@ from .answers import GetAnswer
 from .bounds import clip
 from .bundle import Bundle
 from .catalog import DocEntry, SectionEntry
-from .retriever import Retriever, open_retriever
+from .retriever import LexicalRetriever, Retriever, open_retriever
+from .retriever_choice import open_named
 from .stemmer import stem
 from .tool_model import ToolContext
 from .tools import context_of
@@ -35,8 +36,19 @@ def compact(text: str) -> str:
 class Snapshot:
     """What one verified bundle answers from."""
 
-    def __init__(self, bundle: Bundle, retriever: Retriever, loaded_at: str) -> None:
+    def __init__(self, bundle: Bundle, retriever: LexicalRetriever, loaded_at: str) -> None:
         self.bundle, self.retriever, self.loaded_at = bundle, retriever, loaded_at
+        self._named: dict[str, Retriever] = {}
+
+    def retriever_named(self, name: object) -> Retriever:
+        """The retriever a call names (`retriever=`; None is the lexical default), opened
+        on first use and kept with this bundle; QueryError when it cannot run here."""
+        if name is None or name == "lexical":
+            return self.retriever
+        key = str(name)
+        if key not in self._named:
+            self._named[key] = open_named(self.bundle, self.retriever, name)
+        return self._named[key]
 
     @classmethod
     def of(cls, bundle: Bundle, loaded_at: str) -> Snapshot:
