@@ -12,9 +12,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from handbook import Library
-from handbook.ask import GROUNDED_COVERAGE, GROUNDED_TOP_COVERAGE
+from handbook import Library, ask
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -24,6 +24,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--details", action="store_true", help="print every question's outcome")
+    parser.add_argument("--retriever", default=None, help="lexical (default), semantic or hybrid")
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="calibration: rates for a grid of thresholds instead of the shipped ones",
+    )
     args = parser.parse_args(argv)
     spec = json.loads((ROOT / "bench" / "ask_questions.json").read_text())
     libraries = {}
@@ -31,61 +37,76 @@ def main(argv: list[str] | None = None) -> int:
         out = ROOT / "build" / "bench" / "ask" / name
         build(load_config(ROOT / config), out, None)
         libraries[name] = Library.open(out, allow_unsigned=True)
-    answerable = [q for q in spec["questions"] if q["expected"]]
-    unanswerable = [q for q in spec["questions"] if not q["expected"]]
-    counts = {
-        "grounded": 0,
-        "right_doc_first": 0,
-        "right_section_first": 0,
-        "right_doc_in_sources": 0,
-    }
-    refused = 0
+    if args.sweep:
+        for coverage in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
+            for top in (0.3, 0.4, 0.5, 0.6):
+                ask.GROUNDED_COVERAGE, ask.GROUNDED_TOP_COVERAGE = coverage, top
+                rates = [_rates(spec, libraries, s, args.retriever)[0] for s in SETS]
+                cells = " | ".join(f"{r[1]}/{r[0]} first, {r[3]}/{r[2]} refused" for r in rates)
+                print(f"| {coverage} | {top} | {cells} |")
+        return 0
+    print(
+        f"ask on {len(spec['questions'])} held-out questions over {len(libraries)} example "
+        f"libraries (thresholds: weighted coverage >= {ask.GROUNDED_COVERAGE}, best passage >= "
+        f"{ask.GROUNDED_TOP_COVERAGE}; retriever {args.retriever or 'lexical'})\n"
+    )
+    print("| measure | " + " | ".join(SETS) + " |\n|---|" + "--:|" * len(SETS))
+    results = [_rates(spec, libraries, s, args.retriever) for s in SETS]
+    labels = [
+        "answerable: grounded",
+        "answerable: grounded, right doc first",
+        "answerable: grounded, right doc and section first",
+        "answerable: right doc among the sources",
+        "unanswerable: insufficient",
+    ]
+    for i, label in enumerate(labels):
+        cells = []
+        for (n, _, m, _), counts, _ in results:
+            value, total = counts[i], (m if i == 4 else n)
+            cells.append(f"{value} / {total} ({value / max(total, 1):.0%})")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    if args.details:
+        print("\n| set | verdict | state | coverage | first source | question |")
+        print("|---|---|---|--:|---|---|")
+        for name, (_, _, rows) in zip(SETS, results, strict=True):
+            for row in rows:
+                print(f"| {name} | " + " | ".join(str(c) for c in row) + " |")
+    return 0
+
+
+SETS = ("original", "paraphrased")
+
+
+def _rates(
+    spec: dict[str, Any], libraries: dict[str, Library], name: str, retriever: str | None
+) -> tuple[tuple[int, int, int, int], list[int], list[tuple[Any, ...]]]:
+    """((answerable, right doc first, unanswerable, refused), the five counts, rows)."""
+    questions = [q for q in spec["questions"] if q.get("set", "original") == name]
+    counts = [0, 0, 0, 0, 0]
     rows = []
-    for q in spec["questions"]:
-        answer = libraries[q["library"]].ask(q["question"])
+    for q in questions:
+        answer = libraries[q["library"]].ask(q["question"], retriever=retriever)
         sources = answer["sources"]
         first = sources[0] if sources else {}
+        grounded = answer["evidence_state"] == "grounded"
         if q["expected"]:
             doc, section = q["expected"]["doc"], q["expected"]["section"]
-            grounded = answer["evidence_state"] == "grounded"
-            counts["grounded"] += grounded
-            counts["right_doc_first"] += grounded and first.get("document_id") == doc
-            counts["right_section_first"] += (
-                grounded and first.get("document_id") == doc and first.get("anchor") == section
-            )
-            counts["right_doc_in_sources"] += any(s["document_id"] == doc for s in sources)
-            verdict = "ok" if grounded and first.get("document_id") == doc else "MISS"
+            right = first.get("document_id") == doc
+            counts[0] += grounded
+            counts[1] += grounded and right
+            counts[2] += grounded and right and first.get("anchor") == section
+            counts[3] += any(s["document_id"] == doc for s in sources)
+            verdict = "ok" if grounded and right else "MISS"
         else:
-            refused += answer["evidence_state"] == "insufficient"
-            verdict = "ok" if answer["evidence_state"] == "insufficient" else "FALSE GROUNDED"
+            counts[4] += not grounded
+            verdict = "FALSE GROUNDED" if grounded else "ok"
+        where = f"{first.get('document_id')}#{first.get('anchor')}"
         rows.append(
-            (
-                verdict,
-                answer["evidence_state"],
-                answer.get("coverage"),
-                f"{first.get('document_id')}#{first.get('anchor')}",
-                q["question"],
-            )
+            (verdict, answer["evidence_state"], answer.get("coverage"), where, q["question"])
         )
-    n = len(answerable)
-    print(
-        f"ask on {len(spec['questions'])} held-out questions over {len(libraries)} example libraries "
-        f"(thresholds: coverage >= {GROUNDED_COVERAGE}, best passage >= {GROUNDED_TOP_COVERAGE})\n"
-    )
-    print("| measure | count | share |\n|---|--:|--:|")
-    for label, value, total in [
-        ("answerable: grounded", counts["grounded"], n),
-        ("answerable: grounded, right doc first", counts["right_doc_first"], n),
-        ("answerable: grounded, right doc and section first", counts["right_section_first"], n),
-        ("answerable: right doc among the sources", counts["right_doc_in_sources"], n),
-        ("unanswerable: insufficient", refused, len(unanswerable)),
-    ]:
-        print(f"| {label} | {value} / {total} | {value / total:.0%} |")
-    if args.details:
-        print("\n| verdict | state | coverage | first source | question |\n|---|---|--:|---|---|")
-        for row in rows:
-            print("| " + " | ".join(str(c) for c in row) + " |")
-    return 0
+    answerable = sum(1 for q in questions if q["expected"])
+    summary = (answerable, counts[1], len(questions) - answerable, counts[4])
+    return summary, counts, rows
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ from handbook.library import Library
 from handbook.manifest import Manifest
 from handbook.query import MAX_EDIT_DISTANCE, MAX_TERMS, MAX_WILDCARDS, QueryError
 from handbook.query import parse as parse_query
+from handbook.query_terms import fit
 from handbook.search_format import MAGIC
 from handbook.signing import (
     MANIFEST_TAG,
@@ -895,7 +896,7 @@ class QueryParse(QueryText):
 
     def run(self, value: str) -> str:
         try:
-            clauses = parse_query(value)
+            clauses = fit(parse_query(value), len).clauses  # any frequency will do
         except QueryError as exc:
             assert exc.code in QUERY_CODES and str(exc), exc.to_dict()
             raise

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = ROOT / "docs" / "reference" / "configuration.md"
 BEGIN = "<!-- options: made from handbook_build.options.OPTIONS by tests/generate_docs.py -->"
 END = "<!-- end of options -->"
-TYPES = {str: "string", list: "list", dict: "mapping"}
+TYPES = {str: "string", list: "list", dict: "mapping", bool: "boolean"}
 
 
 def options_markdown() -> str:

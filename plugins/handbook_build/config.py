@@ -53,6 +53,8 @@ class Config:
     expires: str | None
     """A UTC time, or a duration after the build such as "90d" or "12h"."""
     default_lang: str | None
+    semantic: bool
+    """Write sentence embeddings (`vectors.bin`) for the semantic retriever."""
     layout: str
     """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None

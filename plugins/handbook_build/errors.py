@@ -10,6 +10,7 @@
         ├── BuildError          the library has errors (or warnings under strict)
         ├── UnsignedError       a signed build is required and there is no key
         ├── PublishError        the output location cannot take the bundle, archive or export
+        ├── EmbeddingError      `semantic: true`, but no embedding model can run here
         └── ReleaseError        a release precondition or step failed
 
 Nothing here knows about exit codes: the CLI (`commands.py`) maps these, and the
@@ -68,6 +69,11 @@ class UnsignedError(HandbookBuildError):
 class PublishError(HandbookBuildError):
     """The output location cannot take a bundle, an archive or an export (it holds
     something else, or cannot be written)."""
+
+
+class EmbeddingError(HandbookBuildError):
+    """The configuration asks for vectors (`semantic: true`) and the `semantic` extra or
+    its model is not installed; nothing is written."""
 
 
 class ReleaseError(HandbookBuildError):

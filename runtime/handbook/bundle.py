@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .catalog import Catalog
-from .errors import ExpiredError, FormatError, MissingFileError
+from .errors import ExpiredError, FormatError, HashMismatchError, MissingFileError
 from .layout import CATALOG, CONTENT_DIR, MANIFEST, is_content
 from .manifest import MAX_MANIFEST_BYTES, Manifest, check_path, utc_seconds
 from .signing import PublicKey
@@ -52,6 +52,8 @@ class Bundle:
         self._content_bytes = 0
         self._catalog: Catalog | None = None
         self._lock = threading.Lock()
+        self.integrity_error: str | None = None
+        """The last file refused when read (hashed lazily), for `status` to report."""
 
     @property
     def signature_state(self) -> str:
@@ -89,7 +91,11 @@ class Bundle:
                 if name in self._content:
                     self._content.move_to_end(name)
                 return data
-        data = read_verified(self.tree, self.manifest, name)
+        try:
+            data = read_verified(self.tree, self.manifest, name)
+        except (HashMismatchError, MissingFileError, FormatError) as exc:
+            self.integrity_error = str(exc)
+            raise
         with self._lock:
             if not name.startswith(CONTENT_DIR + "/"):
                 if keep:

@@ -113,11 +113,16 @@ class RemoteLibrary:
         }
         return cast(GetAnswer, self.call("knowledge_get", args))
 
-    def search(self, query: str, limit: int = 10, lang: str | None = None) -> SearchAnswer:
-        return cast(
-            SearchAnswer,
-            self.call("knowledge_search", {"query": query, "limit": limit, "lang": lang}),
-        )
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        lang: str | None = None,
+        offset: int = 0,
+        retriever: str | None = None,
+    ) -> SearchAnswer:
+        args = {"query": query, "limit": limit, "lang": lang, "offset": offset or None}
+        return cast(SearchAnswer, self.call("knowledge_search", {**args, "retriever": retriever}))
 
     def collect(
         self,
@@ -128,6 +133,7 @@ class RemoteLibrary:
         max_bytes: int = 32_000,
         *,
         lang: str | None = None,
+        retriever: str | None = None,
         **filters: Any,
     ) -> CollectAnswer:
         pairs = [{"id": k, "revision": v} for k, v in revisions.items()] if revisions else None
@@ -138,6 +144,7 @@ class RemoteLibrary:
             "limit": limit,
             "max_bytes": max_bytes,
             "lang": lang,
+            "retriever": retriever,
             **filters,
         }
         answer = cast(CollectAnswer, self.call("knowledge_collect", args))
@@ -147,8 +154,19 @@ class RemoteLibrary:
             answer.setdefault("no_match", True)
         return answer
 
-    def ask(self, question: str, limit: int = 3, correlation_id: str | None = None) -> AskAnswer:
-        args = {"question": question, "limit": limit, "correlation_id": correlation_id}
+    def ask(
+        self,
+        question: str,
+        limit: int = 3,
+        correlation_id: str | None = None,
+        retriever: str | None = None,
+    ) -> AskAnswer:
+        args = {
+            "question": question,
+            "limit": limit,
+            "correlation_id": correlation_id,
+            "retriever": retriever,
+        }
         answer = cast(AskAnswer, self.call("knowledge_ask", args))
         if "evidence_state" not in answer:  # the server could not be asked: say so, invent nothing
             error = answer.get("error") or {"code": "unavailable", "message": "no answer"}

@@ -35,7 +35,8 @@ from typing import Any
 from .answers import CollectAnswer, CollectItem, Omission
 from .bounds import ENVELOPE_CHARS, json_len, refusal
 from .catalog import DocEntry
-from .query import QueryError, parse
+from .query import QueryError
+from .query_terms import parse_query
 from .snapshot import Snapshot, active_filters
 
 DEFAULT_COLLECT_LIMIT = 10
@@ -114,10 +115,12 @@ def collect(
     limit: int = DEFAULT_COLLECT_LIMIT,
     max_bytes: int = DEFAULT_COLLECT_BYTES,
     max_chars: int | None = None,
+    retriever: Any = None,
     **filters: Any,
 ) -> CollectAnswer:
     """See the module docstring. `max_chars` is the operator's bound on the whole answer
-    (`max_response_chars`): items that would pass it are left out as `output_limit`."""
+    (`max_response_chars`): items that would pass it are left out as `output_limit`;
+    `retriever` names what ranks the query (lexical by default)."""
     if ids is not None and not isinstance(ids, (str, bytes)) and isinstance(ids, Iterable):
         ids = list(ids)  # an iterator is read once, here
     empty: CollectAnswer = {"items": [], "omissions": [], "no_match": True, "bytes_used": 0}
@@ -130,8 +133,12 @@ def collect(
         problems = [snap.filter_problem(name, value) for snap in libraries]
         if libraries and all(problems):
             return {**empty, "budget": max_bytes, "hint": problems[0] or ""}
+    note = ""
     try:
-        matches = _query_matches(libraries, query) if query and str(query).strip() else None
+        if query and str(query).strip():
+            matches, note = _query_matches(libraries, query, retriever)
+        else:
+            matches = None
     except QueryError as exc:
         return {**empty, "budget": max_bytes, "error": exc.to_dict()}
     omissions: list[Omission] = []
@@ -145,6 +152,8 @@ def collect(
         "bytes_used": used,
         "budget": max_bytes,
     }
+    if note:
+        out["note"] = note
     return _within(out, max_chars) if max_chars else out
 
 
@@ -325,17 +334,21 @@ def _check_args(ids: Any, revisions: Any, limit: Any, max_bytes: Any) -> str | N
     return None
 
 
-def _query_matches(libraries: Sequence[Snapshot], query: str) -> Matches:
-    clauses = parse(query)
+def _query_matches(
+    libraries: Sequence[Snapshot], query: str, retriever: Any
+) -> tuple[Matches, str]:
+    """The matches of every library, and the note of a shortened query."""
+    fitted = parse_query(query, [snap.retriever for snap in libraries])
     out: Matches = {}
     for snap in libraries:
-        for entry, score in snap.retriever.scores(clauses).items():
+        ranker = snap.retriever_named(retriever)
+        for entry, score in ranker.scores(fitted.clauses, text=query).items():
             passage = snap.retriever.passage(entry)
             qualified = f"{snap.name}:{passage.doc_id}"
             best, matched = out.get(qualified, (0.0, []))
             anchors = [*matched, passage.anchor] if passage.anchor else matched
             out[qualified] = (max(best, score), anchors)
-    return out
+    return out, fitted.note
 
 
 def _matched_sections(

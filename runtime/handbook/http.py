@@ -267,7 +267,7 @@ def status_of(answer: Mapping[str, Any]) -> int:
     """The HTTP status of a handler's answer."""
     error = answer.get("error")
     code = error.get("code") if isinstance(error, dict) else None
-    if code == "internal_error":
+    if code in ("internal_error", "integrity_error"):  # the server's fault, not the caller's
         return 500
     if answer.get("found") is False or code in ("unknown_tool", "unknown_id"):
         return 404

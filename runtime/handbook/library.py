@@ -67,6 +67,7 @@ class SnapshotTools(ABC):
         max_bytes: int = DEFAULT_COLLECT_BYTES,
         *,
         lang: str | None = None,
+        retriever: str | None = None,
         **filters: Any,
     ) -> CollectAnswer:
         """Several docs in one call within a byte budget, every omission explained
@@ -80,6 +81,7 @@ class SnapshotTools(ABC):
             limit=limit,
             max_bytes=max_bytes,
             max_chars=self.max_response_chars,
+            retriever=retriever,
             **filters,
         )
 
@@ -89,11 +91,14 @@ class SnapshotTools(ABC):
         question: str,
         limit: int = asking.DEFAULT_ASK_SOURCES,
         correlation_id: str | None = None,
+        retriever: str | None = None,
     ) -> AskAnswer:
         """A grounded answer quoting the library's passages, or `insufficient` (see
         `handbook.ask`). Never generated text."""
         snapshots = self.snapshots()
-        return asking.ask(snapshots, question, limit, correlation_id, self.max_response_chars)
+        return asking.ask(
+            snapshots, question, limit, correlation_id, self.max_response_chars, retriever
+        )
 
 
 class Library(SnapshotTools):
@@ -227,9 +232,15 @@ class Library(SnapshotTools):
 
     @never_raise
     def status(self) -> StatusAnswer:
+        """What is served and since when. It answers even when a file of the bundle failed
+        its lazy verification: `integrity_error` then names it."""
         snap = self._snapshot
         signed = snap.bundle.manifest.signed
-        return {
+        try:
+            languages = language_counts(snap)
+        except BundleError:  # the catalog did not verify; the bundle records which file
+            languages = {}
+        out: StatusAnswer = {
             "library": signed.library,
             "version": signed.version,
             "built_at": signed.built_at,
@@ -239,8 +250,11 @@ class Library(SnapshotTools):
             "loaded_at": snap.loaded_at,
             "path": self._path,
             "last_reload_error": self.last_reload_error,
-            "languages": language_counts(snap),
+            "languages": languages,
         }
+        if snap.bundle.integrity_error:
+            out["integrity_error"] = snap.bundle.integrity_error
+        return out
 
     # -- the tools --------------------------------------------------------------------------
 
@@ -276,11 +290,17 @@ class Library(SnapshotTools):
 
     @never_raise
     def search(
-        self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None
+        self,
+        query: str,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        lang: str | None = None,
+        offset: int = 0,
+        retriever: str | None = None,
     ) -> SearchAnswer:
         """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
-        `lang`, only in docs of that language."""
-        return search_passages(self._snapshot, self.max_response_chars, query, limit, lang)
+        `lang`, only in docs of that language; `offset` continues a truncated answer."""
+        snap, bound = self._snapshot, self.max_response_chars
+        return search_passages(snap, bound, query, limit, lang, offset, retriever)
 
     @never_raise
     def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:

@@ -24,7 +24,8 @@ from .bounds import (
 )
 from .catalog import DocEntry
 from .pedigree import is_retired
-from .query import QueryError, parse
+from .query import QueryError
+from .query_terms import parse_query
 from .snapshot import Snapshot, active_filters, compact, field, truth
 
 DEFAULT_LIST_LIMIT = 20
@@ -91,7 +92,7 @@ def rank_docs(snap: Snapshot, query: str, allowed: set[int]) -> list[tuple[int, 
     """Docs by their best passage's score, with exact identity matches first."""
     best: dict[int, float] = {}
     try:
-        scores = snap.retriever.scores(parse(query))
+        scores = snap.retriever.scores(parse_query(query, [snap.retriever]).clauses)
     except QueryError:
         if not compact(query):
             raise

@@ -9,7 +9,9 @@ text is (so ``modbus?`` finds modbus), and stemmed, except wildcard words.
 Unbounded queries are the denial of service of a search index: lunr.py spends over
 10 s on ``alphaalphaalpha~6`` and over 20 s on ``*f*f*f*f*f*f*f*f*f*`` on a 300-doc
 index. Anything beyond the caps raises `QueryError`, which handlers turn into a
-structured error the agent can act on.
+structured error the agent can act on. The cap on terms is the exception: agents paste
+questions and paragraphs, so a query of more than MAX_TERMS plain words is shortened by
+`handbook.query_terms` (which knows the index) instead of refused.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import NamedTuple
 from .answers import ErrorInfo
 from .stemmer import stem
 
-MAX_QUERY_CHARS = 500
+MAX_QUERY_CHARS = 2000
 MAX_TERMS = 32
 MAX_EDIT_DISTANCE = 2
 MAX_WILDCARDS = 2
@@ -58,9 +60,21 @@ class Clause(NamedTuple):
     def wildcard(self) -> bool:
         return "*" in self.term
 
+    @property
+    def plain(self) -> bool:
+        """A word as written, with no syntax: the only kind a long query may lose."""
+        return (
+            self.presence == "optional"
+            and self.fields == FIELDS
+            and self.boost == 1.0
+            and not self.edit_distance
+            and not self.wildcard
+        )
+
 
 def parse(text: object) -> list[Clause]:
-    """The clauses of a query; raises QueryError for anything outside the caps."""
+    """The clauses of a query; raises QueryError for anything outside the caps. More than
+    MAX_TERMS clauses are returned as they are: `handbook.query_terms.fit` shortens them."""
     if not isinstance(text, str):
         raise QueryError("invalid_query", f"the query must be a string, not {type(text).__name__}")
     if not text.isascii():
@@ -85,10 +99,6 @@ def parse(text: object) -> list[Clause]:
             wildcards += clause.term.count("*")
     if not clauses:
         raise QueryError("empty_query", "the query has no words to search for")
-    if len(clauses) > MAX_TERMS:
-        raise QueryError(
-            "too_many_terms", f"the query has {len(clauses)} terms; the limit is {MAX_TERMS}"
-        )
     if wildcards > MAX_WILDCARDS:
         raise QueryError(
             "too_many_wildcards",

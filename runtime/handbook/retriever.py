@@ -42,12 +42,14 @@ class Retriever(Protocol):
         clauses: Sequence[Clause],
         limit: int | None = None,
         docs: Container[int] | None = None,
+        text: str = "",
     ) -> tuple[int, list[Hit]]:
         """(how many passages match, the best `limit` of them, best first); with `docs`,
-        only passages of those docs (catalog positions) count."""
+        only passages of those docs (catalog positions) count. `text` is the query as
+        written, for retrievers that read meaning rather than terms."""
         ...
 
-    def scores(self, clauses: Sequence[Clause]) -> dict[int, float]:
+    def scores(self, clauses: Sequence[Clause], text: str = "") -> dict[int, float]:
         """Every matching passage's score."""
         ...
 
@@ -56,6 +58,13 @@ class Retriever(Protocol):
     def indexed_docs(self) -> frozenset[int]:
         """The docs (catalog positions) that have at least one passage."""
         ...
+
+    def document_frequency(self, term: str) -> int:
+        """How many passages hold `term` (stemmed), counted once per field as lunr's IDF
+        counts them: what says how informative a word is in this library."""
+        ...
+
+    def passage_count(self) -> int: ...
 
 
 class LexicalRetriever:
@@ -73,10 +82,11 @@ class LexicalRetriever:
         clauses: Sequence[Clause],
         limit: int | None = None,
         docs: Container[int] | None = None,
+        text: str = "",
     ) -> tuple[int, list[Hit]]:
         return self.index.search(clauses, limit, docs=docs)
 
-    def scores(self, clauses: Sequence[Clause]) -> dict[int, float]:
+    def scores(self, clauses: Sequence[Clause], text: str = "") -> dict[int, float]:
         return self.index.scores(clauses)[0]
 
     def passage(self, entry: int) -> Passage:
@@ -96,8 +106,14 @@ class LexicalRetriever:
     def indexed_docs(self) -> frozenset[int]:
         return frozenset(self.index.entry_doc)
 
+    def document_frequency(self, term: str) -> int:
+        return self.index.document_frequency(term)
 
-def open_retriever(bundle: Bundle) -> Retriever:
+    def passage_count(self) -> int:
+        return self.index.entries
+
+
+def open_retriever(bundle: Bundle) -> LexicalRetriever:
     """The retriever for a verified bundle: the lexical one over its search file."""
     if SEARCH not in bundle.manifest.signed.files:
         raise BundleError(

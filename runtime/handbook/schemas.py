@@ -124,8 +124,19 @@ HIT = _result(
     ["id", "title", "score"],
 )
 
+_NOTE = {"note": _STRING}
+"""Set when a long query was shortened to the term cap (`handbook.query_terms`)."""
+
 SEARCH = _result(
-    {"count": _INT, "hits": _array(HIT), "returned": _INT, **_ENVELOPE},
+    {
+        "count": _INT,
+        "hits": _array(HIT),
+        "returned": _INT,
+        "offset": _INT,
+        "next_offset": _INT,
+        **_NOTE,
+        **_ENVELOPE,
+    },
     ["count", "hits"],
 )
 
@@ -160,6 +171,7 @@ COLLECT = _result(
         "no_match": _BOOL,
         "bytes_used": _INT,
         "budget": {"type": ["integer", "null"]},
+        **_NOTE,
         **_ENVELOPE,
     },
     ["items", "omissions", "no_match", "bytes_used"],
@@ -186,6 +198,7 @@ ASK = _result(
         "library": _OPT_STRING,
         "version": _OPT_STRING,
         "correlation_id": _STRING,
+        **_NOTE,
         **_ENVELOPE,
     },
     ["answer", "evidence_state", "sources", "correlation_id"],

@@ -177,6 +177,14 @@ class SearchIndex:
         found = self.term_table.find(clause.term)
         return [] if found is None else [found]
 
+    def document_frequency(self, term: str) -> int:
+        """Postings of `term` summed over the fields (lunr's `documentsWithTerm`)."""
+        found = self.term_table.find(term)
+        if found is None:
+            return 0
+        nfields = len(self.fields)
+        return self.postings[(found + 1) * nfields] - self.postings[found * nfields]
+
     # -- scoring --------------------------------------------------------------------------
 
     def scores(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str]]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from .answers import SearchAnswer, SearchHit
-from .bounds import check_limit
-from .listing import cut
-from .query import QueryError, parse
+from .bounds import check_limit, check_offset, refusal
+from .hit_pages import page_of_hits
+from .listing import OFFSET_MESSAGE
+from .query import QueryError
+from .query_terms import parse_query
 from .search import Hit
 from .snapshot import WORD, Snapshot
 from .stemmer import stem
@@ -23,11 +25,20 @@ NO_MATCH_HINT = "No section matches. Try other words, fewer words, or list() to 
 
 
 def search_passages(
-    snap: Snapshot, max_chars: int, query: Any, limit: Any, lang: Any = None
+    snap: Snapshot,
+    max_chars: int,
+    query: Any,
+    limit: Any,
+    lang: Any = None,
+    offset: Any = 0,
+    retriever: Any = None,
 ) -> SearchAnswer:
     checked = check_limit(limit, DEFAULT_SEARCH_LIMIT)
     if isinstance(checked, dict):
         return {"count": 0, "hits": [], "error": checked}
+    start = check_offset(offset)
+    if start is None:
+        return {"count": 0, "hits": [], "error": refusal("invalid_offset", OFFSET_MESSAGE)}
     docs = None
     if lang is not None and str(lang).lower() != "any":
         problem = snap.filter_problem("lang", lang)
@@ -35,26 +46,22 @@ def search_passages(
             return {"count": 0, "hits": [], "returned": 0, "hint": problem}
         docs = set(snap.languages[str(lang)])
     try:
-        total, found = snap.retriever.rank(parse(query), checked, docs=docs)
+        ranker = snap.retriever_named(retriever)
+        fitted = parse_query(query, [snap.retriever])
+        total, found = ranker.rank(fitted.clauses, start + checked, docs=docs, text=query)
     except QueryError as exc:
         return {"count": 0, "hits": [], "error": exc.to_dict()}
-    hits = [render_hit(snap, hit) for hit in found]
-    return bounded_hits(hits, total, checked, "" if hits else NO_MATCH_HINT, max_chars)
+    hits = [render_hit(snap, hit) for hit in found[start:]]
+    return bounded_hits(hits, total, start, fitted.note, max_chars)
 
 
 def bounded_hits(
-    hits: list[SearchHit], count: int, limit: int, hint: str, max_chars: int
+    hits: list[SearchHit], count: int, offset: int, note: str, max_chars: int
 ) -> SearchAnswer:
-    kept, truncated, hint = cut(hits, count, limit, hint, max_chars, {"count": count})
-    out: SearchAnswer = {
-        "count": count,
-        "hits": kept,
-        "truncated": truncated,
-        "returned": len(kept),
-    }
-    if hint:
-        out["hint"] = hint
-    return out
+    """One page of hits within `max_chars` (`handbook.hit_pages`), with the note of a
+    shortened query."""
+    hint = "" if hits or count else NO_MATCH_HINT
+    return page_of_hits(hits, count, offset, hint, max_chars, note)
 
 
 def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:

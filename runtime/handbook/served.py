@@ -57,7 +57,14 @@ class Served(Protocol):
         lang: str | None = None,
     ) -> GetAnswer: ...
 
-    def search(self, query: str, limit: int = 10, lang: str | None = None) -> SearchAnswer: ...
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        lang: str | None = None,
+        offset: int = 0,
+        retriever: str | None = None,
+    ) -> SearchAnswer: ...
 
     def collect(
         self,
@@ -68,11 +75,16 @@ class Served(Protocol):
         max_bytes: int = 32_000,
         *,
         lang: str | None = None,
+        retriever: str | None = None,
         **filters: Any,
     ) -> CollectAnswer: ...
 
     def ask(
-        self, question: str, limit: int = 3, correlation_id: str | None = None
+        self,
+        question: str,
+        limit: int = 3,
+        correlation_id: str | None = None,
+        retriever: str | None = None,
     ) -> AskAnswer: ...
 
     def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer: ...

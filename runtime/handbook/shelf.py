@@ -32,9 +32,10 @@ from .bundle import Bundle
 from .collect import resolve
 from .library import Library, SnapshotTools
 from .listing import DEFAULT_LIST_LIMIT, OFFSET_MESSAGE, list_hint, page, scored, summary
-from .query import QueryError, parse
+from .query import QueryError
+from .query_terms import parse_query
 from .reading import get_doc, get_resource
-from .searching import DEFAULT_SEARCH_LIMIT, NO_MATCH_HINT, bounded_hits, render_hit
+from .searching import DEFAULT_SEARCH_LIMIT, bounded_hits, render_hit
 from .snapshot import Snapshot, active_filters
 from .tool_model import ToolContext
 from .tools import context_of
@@ -129,34 +130,42 @@ class Shelf(SnapshotTools):
 
     @never_raise
     def search(
-        self, query: str, limit: int = DEFAULT_SEARCH_LIMIT, lang: str | None = None
+        self,
+        query: str,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        lang: str | None = None,
+        offset: int = 0,
+        retriever: str | None = None,
     ) -> SearchAnswer:
         checked = check_limit(limit, DEFAULT_SEARCH_LIMIT)
         if isinstance(checked, dict):
             return {"count": 0, "hits": [], "error": checked}
+        start = check_offset(offset)
+        if start is None:
+            return {"count": 0, "hits": [], "error": refusal("invalid_offset", OFFSET_MESSAGE)}
         active = active_filters({"lang": lang})
         snaps, problem = _applicable(self.snapshots(), active)
         if problem:
             return {"count": 0, "hits": [], "returned": 0, "hint": problem}
-        try:
-            clauses = parse(query)
-        except QueryError as exc:
-            return {"count": 0, "hits": [], "error": exc.to_dict()}
         hits: builtins.list[SearchHit] = []
         total = 0
-        for snap in snaps:
-            docs = set(snap.languages[str(lang)]) if active else None
-            count, found = snap.retriever.rank(clauses, checked, docs=docs)
-            total += count
-            for hit in found:
-                rendered = render_hit(snap, hit)
-                hits.append(
-                    {**rendered, "ref": f"{snap.name}:{rendered['id']}", "library": snap.name}
-                )
+        try:
+            fitted = parse_query(query, [snap.retriever for snap in snaps])
+            for snap in snaps:
+                docs = set(snap.languages[str(lang)]) if active else None
+                ranker = snap.retriever_named(retriever)
+                count, found = ranker.rank(fitted.clauses, start + checked, docs=docs, text=query)
+                total += count
+                for hit in found:
+                    rendered = render_hit(snap, hit)
+                    hits.append(
+                        {**rendered, "ref": f"{snap.name}:{rendered['id']}", "library": snap.name}
+                    )
+        except QueryError as exc:
+            return {"count": 0, "hits": [], "error": exc.to_dict()}
         hits.sort(key=lambda h: (-h["score"], h["ref"], h.get("anchor") or ""))
-        return bounded_hits(
-            hits, total, checked, "" if hits else NO_MATCH_HINT, self.max_response_chars
-        )
+        page = hits[start : start + checked]
+        return bounded_hits(page, total, start, fitted.note, self.max_response_chars)
 
     @never_raise
     def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:

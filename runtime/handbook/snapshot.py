@@ -21,7 +21,8 @@ from .bundle import Bundle
 from .catalog import DocEntry, SectionEntry
 from .layout import REVIEWS
 from .pedigree import Ledger, ledger_of, retirement
-from .retriever import Retriever, open_retriever
+from .retriever import LexicalRetriever, Retriever, open_retriever
+from .retriever_choice import open_named
 from .stemmer import stem
 from .tool_model import ToolContext
 from .tools import context_of
@@ -42,13 +43,24 @@ class Snapshot:
     def __init__(
         self,
         bundle: Bundle,
-        retriever: Retriever,
+        retriever: LexicalRetriever,
         loaded_at: str,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.bundle, self.retriever, self.loaded_at = bundle, retriever, loaded_at
         self.clock = clock
         """Now, in seconds since the epoch: pedigrees are derived at the time of the call."""
+        self._named: dict[str, Retriever] = {}
+
+    def retriever_named(self, name: object) -> Retriever:
+        """The retriever a call names (`retriever=`; None is the lexical default), opened
+        on first use and kept with this bundle; QueryError when it cannot run here."""
+        if name is None or name == "lexical":
+            return self.retriever
+        key = str(name)
+        if key not in self._named:
+            self._named[key] = open_named(self.bundle, self.retriever, name)
+        return self._named[key]
 
     @classmethod
     def of(cls, bundle: Bundle, loaded_at: str, clock: Callable[[], float] = time.time) -> Snapshot:

@@ -51,6 +51,12 @@ OFFSET = Param(
     from_text=integer,
 )
 LANG = Param("lang", {"type": "string"}, "A language tag (en, de); null for every language.")
+RETRIEVER = Param(
+    "retriever",
+    {"type": "string", "enum": ["lexical", "semantic", "hybrid"]},
+    "How to rank: lexical (default; lunr's words), semantic (meaning, when the bundle has "
+    "vectors) or hybrid (both fused).",
+)
 DOC_ID = Param(
     "doc_id",
     {"type": "string"},
@@ -155,6 +161,8 @@ TOOLS: tuple[Tool, ...] = (
             ),
             _limit(10),
             LANG,
+            OFFSET,
+            RETRIEVER,
         ),
         out.SEARCH,
         answers.SearchAnswer,
@@ -198,6 +206,7 @@ TOOLS: tuple[Tool, ...] = (
                 from_text=integer,
             ),
             LANG,
+            RETRIEVER,
         ),
         out.COLLECT,
         answers.CollectAnswer,
@@ -229,6 +238,7 @@ TOOLS: tuple[Tool, ...] = (
                 {"type": "string", "maxLength": 200},
                 "An id to trace this question by (returned in the answer); null for a new one.",
             ),
+            RETRIEVER,
         ),
         out.ASK,
         answers.AskAnswer,

@@ -635,11 +635,11 @@ BEYOND = {
     "lunr.py's 20 s query: *f*f*f*f*f*f*f*f*f*": ("*f*f*f*f*f*f*f*f*f*", "leading_wildcard"),
     "leading wildcard": ("*bus", "leading_wildcard"),
     "leading wildcard, excluded, scoped": ("modbus -title:*bus", "leading_wildcard"),
-    "1,000 characters": ("modbus " * 142 + "modbus", "query_too_long"),
-    "1,000 characters, one word": ("x" * 1_000, "query_too_long"),
-    "100 terms": (" ".join(f"t{i}" for i in range(100)), "too_many_terms"),
-    "33 terms": (" ".join([*WORDS, "extra"]), "too_many_terms"),
-    "33 terms by hyphens": ("-".join(["ab"] * 33), "too_many_terms"),
+    "2,002 characters": ("modbus " * 286, "query_too_long"),
+    "2,001 characters, one word": ("x" * 2_001, "query_too_long"),
+    "33 required terms": (" ".join(f"+t{i}" for i in range(33)), "too_many_terms"),
+    "33 fuzzy terms": (" ".join(f"word{i}~1" for i in range(33)), "too_many_terms"),
+    "33 field terms by hyphens": ("title:" + "-".join(["ab"] * 33), "too_many_terms"),
 }
 
 

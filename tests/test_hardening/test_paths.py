@@ -517,7 +517,7 @@ def test_files_swapped_after_opening_are_never_followed(
     if swap == "folder-symlink":
         assert answer["found"] is True and answer["content"].startswith(original.decode()[:20])
     else:
-        assert "content" not in answer and answer["error"]["code"] == "internal_error"
+        assert "content" not in answer and answer["error"]["code"] == "integrity_error"
         assert doc.content in answer["error"]["message"]
         with pytest.raises(FormatError, match=f"^{doc.content}: "):
             lib.bundle.read(doc.content)

@@ -538,7 +538,7 @@ def test_live_server_never_serves_bytes_tampered_after_open(
     with live(create_app(library)) as address:
         (copy / doc_file).write_bytes(versions.replacement[doc_file])
         status, body = get_json(address, f"/api/v1/get?id={CHANGED_DOC}")
-        assert status == 500 and body["error"]["code"] == "internal_error", body
+        assert status == 500 and body["error"]["code"] == "integrity_error", body
         assert doc_file in body["error"]["message"] and "content" not in body
         status, _, data = request(address, f"/bundle/{doc_file}")
         assert status >= 500 and data != versions.replacement[doc_file], (status, data[:200])

@@ -149,7 +149,7 @@ def test_a_tampered_file_is_never_served(example: Path, tmp_path: Path) -> None:
     answer = fresh.resource("device.acme.ac300", "registers.csv")
     assert (
         "content" not in answer
-        and answer["error"]["code"] == "internal_error"
+        and answer["error"]["code"] == "integrity_error"
         and digest in answer["error"]["message"]
     )
     with pytest.raises(HashMismatchError):
