@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from handbook import canonical, search_format
-from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
+from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource
 from handbook.layout import CATALOG, INDEX, LLMS, SEARCH, TOOLS, content_path
 from handbook.tools import context_of, definitions
 
@@ -31,6 +31,7 @@ from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .parse import Doc
 from .seal import BundleWriter
+from .sections import MARKDOWN, attached_sections, markdown_text, section_entries
 
 CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
 MAX_FILTER_VALUES = 50
@@ -136,7 +137,7 @@ def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
 
 
 _MEDIA_TYPES = {
-    ".md": "text/markdown",
+    ".md": MARKDOWN,
     ".yaml": "application/yaml",
     ".yml": "application/yaml",
     ".toml": "application/toml",
@@ -149,7 +150,7 @@ _MEDIA_TYPES = {
 
 def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> Resource:
     """Copy one attached file into the bundle, named by its sha256 (read without following
-    links; never executed, never parsed)."""
+    links; never executed). A markdown file gets its sections."""
     fd = os.open(config.docs_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -162,8 +163,13 @@ def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> 
     media_type = (
         _MEDIA_TYPES.get(suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
     )
+    text = markdown_text(media_type, data)
     resource = Resource(
-        posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type
+        posixpath.relpath(rel, posixpath.dirname(doc_path)),
+        sha,
+        len(data),
+        media_type,
+        attached_sections(text) if text is not None else (),
     )
     if resource.file not in writer.files:
         writer.write(resource.file, data)
@@ -174,11 +180,6 @@ def _entry(
     doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Resource, ...] = ()
 ) -> DocEntry:
     meta = doc.meta
-    offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
-    sections = tuple(
-        SectionEntry(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start)
-        for s in doc.sections
-    )
     return DocEntry(
         id=doc.id,
         kind=str(meta["kind"]),
@@ -194,18 +195,9 @@ def _entry(
         chars=len(doc.body),
         url=page_url(doc.path, config.use_directory_urls),
         source=doc.path,
-        sections=sections,
+        sections=section_entries(doc.body, doc.sections),
         resources=resources,
     )
-
-
-def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:
-    """Character offset -> UTF-8 byte offset, in one pass."""
-    out, last, total = {}, 0, 0
-    for offset in char_offsets:
-        total += len(text[last:offset].encode("utf-8"))
-        out[offset], last = total, offset
-    return out
 
 
 def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
