@@ -171,8 +171,15 @@ class ResourceAnswer(Answer, total=False):
     bytes: int
     sha256: str
     media_type: str
+    sections: list[SectionInfo]
+    """An attached markdown file's `##` sections, to read one at a time."""
+    sections_omitted: int
+    section: dict[str, str]
     content: str
     content_base64: str
+    offset: int
+    """Set when a part of the file's text was asked for (a section, or from an offset)."""
+    next_offset: int
     code: str
     suggestions: list[str]
     resources: list[str]

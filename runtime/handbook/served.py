@@ -75,4 +75,11 @@ class Served(Protocol):
         self, question: str, limit: int = 3, correlation_id: str | None = None
     ) -> AskAnswer: ...
 
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer: ...
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer: ...

@@ -155,13 +155,20 @@ class Shelf(SnapshotTools):
         )
 
     @never_raise
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer:
         found = resolve(self.snapshots(), doc_id)
         if found.found is None:
             unresolved = _unresolved(found.reason, found.detail, found.choices)
             return {"found": False, "error": unresolved["error"]}
         snap, doc = found.found
-        return get_resource(snap, self.max_response_chars, doc.id, path, revision)
+        return get_resource(snap, self.max_response_chars, doc.id, path, revision, section, offset)
 
 
 def _applicable(

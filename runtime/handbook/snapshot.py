@@ -214,19 +214,20 @@ def _scalar(value: Any) -> str:
     return str(value).lower() if not isinstance(value, bool) else ("true" if value else "false")
 
 
-def find_section(doc: DocEntry, wanted: str) -> SectionEntry | None:
-    """By title or anchor, in any case; "## Title" as written in markdown works too;
-    else the one section whose title or anchor starts with `wanted` (a rule code names
-    its section without the rest of the heading)."""
+def find_section(sections: Sequence[SectionEntry], wanted: str) -> SectionEntry | None:
+    """Of a doc's (or an attached markdown file's) sections: by title or anchor, in any
+    case; "## Title" as written in markdown works too; else the one section whose title
+    or anchor starts with `wanted` (a rule code names its section without the rest of
+    the heading)."""
     key = wanted.strip().lower()
     for candidate in (key, key.lstrip("#").strip()):
-        for section in doc.sections:
+        for section in sections:
             if candidate in (section.title.lower(), section.anchor.lower()):
                 return section
     key = key.lstrip("#").strip()
     starting = [
         s
-        for s in doc.sections
+        for s in sections
         if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))
     ]
     return starting[0] if len(starting) == 1 else None

@@ -209,7 +209,9 @@ TOOLS: tuple[Tool, ...] = (
         lambda c: (
             "Reads a file attached to a folder doc (listed under `resources` by knowledge_get) by "
             "its path in the doc's folder: `content` when it is text, `content_base64` otherwise. "
-            "Nothing is ever run."
+            "An attached markdown file lists its `sections`: pass `section` (a title or anchor) "
+            "to read just that part, or offset=0 and then next_offset to read any text file in "
+            "parts. Nothing is ever run."
         ),
         (
             DOC_ID,
@@ -221,6 +223,20 @@ TOOLS: tuple[Tool, ...] = (
                 positional=True,
             ),
             REVISION,
+            Param(
+                "section",
+                {"type": "string"},
+                "A section of an attached markdown file, by title or anchor; null for the "
+                "whole file.",
+                flags=("--section", "-s"),
+            ),
+            Param(
+                "offset",
+                {"type": "integer", "minimum": 0},
+                "Read the text in parts from here (0 to start, then next_offset); null for "
+                "the whole file in one answer.",
+                from_text=integer,
+            ),
         ),
         out.RESOURCE,
         answers.ResourceAnswer,

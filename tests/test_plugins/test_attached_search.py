@@ -1,7 +1,7 @@
 """Markdown attached to a folder doc (`references/*.md`, `agents/*.md`).
 
 Its `##` sections are in the catalog, as byte ranges of the file; `resource(id, path,
-section=…)` will read one.
+section=…)` reads one, and `offset` reads any text file in parts.
 """
 
 from __future__ import annotations
@@ -12,15 +12,20 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import KEY, PUBLIC, MakeLibrary, run_cli
 
 from handbook import Library
 from handbook.canonical import dumps
+from handbook.mcp import build_server
 from handbook.signing import MANIFEST_TAG, sign
 from handbook_build import load_config
 from handbook_build.pipeline import build
 from handbook_build.sections import MAX_ATTACHED_SECTIONS
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client  # noqa: E402
 
 SKILL = """\
 ---
@@ -63,6 +68,18 @@ FILES: dict[str, str | bytes] = {
     "skills/scan-kit/references/latin1.md": "## Caf\xe9\n\nnot UTF-8 (okapi)\n".encode("latin-1"),
 }
 DOC = "skill.scan-kit"
+
+
+def read_section(lib: Library, path: str, section: str) -> str:
+    """A section of an attached file, page by page, each answer within the bound."""
+    pieces, offset = [], 0
+    while True:
+        part = lib.resource(DOC, path, section=section, offset=offset)
+        assert part["found"] and part["response_chars"] <= 40_000
+        pieces.append(part["content"])
+        if "next_offset" not in part:
+            return "".join(pieces)
+        offset = part["next_offset"]
 
 
 def built(make_library: MakeLibrary, tmp_path: Path, **extra: str | bytes) -> Library:
@@ -131,3 +148,54 @@ def test_a_heading_bomb_is_capped(make_library: MakeLibrary, tmp_path: Path) -> 
     assert len(sections) == MAX_ATTACHED_SECTIONS
     last = sections[-1]
     assert last.title == f"h{MAX_ATTACHED_SECTIONS - 1}" and last.end == len(bomb.encode())
+    assert read_section(lib, "references/bomb.md", last.anchor).endswith("(platypus)\n")
+
+
+# -- read one section, or in parts -------------------------------------------------------------
+
+
+def test_a_section_of_an_attached_file_is_read_by_title_or_anchor(lib: Library) -> None:
+    part = lib.resource(DOC, "references/guide.md", section="exception-codes")
+    assert part["content"] == EXCEPTIONS and part["offset"] == 0
+    assert part["section"] == {"title": "Exception codes", "anchor": "exception-codes"}
+    assert [s["anchor"] for s in part["sections"]] == ["exception-codes", "timing"]
+    assert lib.resource(DOC, "references/guide.md", section="timing")["content"] == (
+        "## Timing\n\nWait a second between blocks (quokka).\n"
+    )
+    whole = lib.resource(DOC, "references/guide.md")
+    assert whole["content"] == GUIDE and "offset" not in whole  # no part asked: all of it
+    assert lib.resource(DOC, "agents/helper.md", offset=10)["content"] == (
+        "An agent that reads registers (wallaby).\n"
+    )
+
+
+def test_reading_a_section_that_is_not_there(lib: Library) -> None:
+    miss = lib.resource(DOC, "references/guide.md", section="Timeing")
+    assert miss["found"] is False and miss["error"]["code"] == "unknown_section"
+    assert miss["suggestions"][0] == "Timing"
+    plain = lib.resource(DOC, "scripts/scan.py", section="anything")
+    assert plain["found"] is False and plain["error"]["code"] == "unknown_section"
+
+
+def test_a_large_file_is_read_in_parts(make_library: MakeLibrary, tmp_path: Path) -> None:
+    filler = "".join(f"line {n} of the appendix, lorem ipsum dolor\n" for n in range(40_000))
+    big = f"# Appendix\n\n## Tables\n\n{filler}the very end (aardwolf)\n"
+    assert 1_000_000 < len(big) < 5 * 1024 * 1024  # within limits.resource_bytes
+    lib = built(make_library, tmp_path, **{"skills/scan-kit/references/big.md": big})
+    whole = lib.resource(DOC, "references/big.md")
+    assert whole["found"] is False and whole["error"]["code"] == "too_large"
+    assert "offset=0" in whole["hint"]
+    assert read_section(lib, "references/big.md", "tables") == big[big.index("## Tables") :]
+    bundle = str(tmp_path / "bundle")
+    run = run_cli(
+        "resource", DOC, "references/big.md", "-s", "tables", "--bundle", bundle, "--key", PUBLIC
+    )
+    assert run.stdout.startswith("## Tables\n") and len(run.stdout) < 40_000
+    assert "cut: the rest follows with --offset " in run.stderr
+
+    async def read() -> str:
+        async with Client(build_server(lib)) as client:
+            uri = f"handbook://test/{DOC}/references/big.md"
+            return (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
+
+    assert anyio.run(read) == big
