@@ -100,6 +100,9 @@ class SearchHit(TypedDict, total=False):
     anchor: str | None
     score: float
     excerpt: str
+    resource: str
+    """Set when the passage is in a markdown file attached to the doc: the file's path,
+    to read with `resource(id, resource, section=anchor)`."""
     ref: str
     library: str
 
@@ -147,6 +150,8 @@ class Source(TypedDict, total=False):
     anchor: str | None
     excerpt: str
     score: float
+    resource: str
+    """As in `SearchHit`: the attached markdown file the passage is in."""
 
 
 class AskAnswer(Answer, total=False):

@@ -102,13 +102,14 @@ def _passages(libraries: Sequence[Snapshot], words: list[str], limit: int) -> li
         for hit in hits:
             rendered = render_hit(snap, hit)
             passages.append((rendered["score"], f"{snap.name}:{rendered['id']}", snap, rendered))
-    passages.sort(key=lambda p: (-p[0], p[1], p[3].get("anchor") or ""))
+    passages.sort(key=lambda p: (-p[0], p[1], p[3].get("resource", ""), p[3].get("anchor") or ""))
     return passages
 
 
 def _answer(best: list[Passage], terms: list[str], names: str, qualified: bool) -> AskAnswer:
     covered = [
-        set(terms) & snap.passage_terms(hit["id"], hit.get("anchor")) for _, _, snap, hit in best
+        set(terms) & snap.passage_terms(hit["id"], hit.get("anchor"), hit.get("resource"))
+        for _, _, snap, hit in best
     ]
     union = set().union(*covered) if covered else set()
     coverage = len(union) / len(terms)
@@ -119,7 +120,8 @@ def _answer(best: list[Passage], terms: list[str], names: str, qualified: bool) 
     if grounded:
         lines = [f"From {len(sources)} passage(s) of {names}:"]
         for n, s in enumerate(sources, 1):
-            where = s["title"] + (f"{_ARROW}{s['section']}" if s.get("section") else "")
+            parts = [s["title"], s.get("resource"), s.get("section")]
+            where = _ARROW.join(part for part in parts if part)
             cited = s["ref"] if qualified else s["document_id"]
             lines.append(f"{n}. {where} [{cited}]: \u201c{s['excerpt']}\u201d")
         answer = "\n".join(lines)
@@ -152,4 +154,5 @@ def _source(snap: Snapshot, hit: SearchHit) -> Source:
         "anchor": hit.get("anchor"),
         "excerpt": hit.get("excerpt", ""),
         "score": hit["score"],
+        **({"resource": hit["resource"]} if "resource" in hit else {}),
     }

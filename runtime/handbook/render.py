@@ -103,14 +103,16 @@ def doc(answer: dict[str, Any]) -> None:
 
 
 def hits(answer: dict[str, Any]) -> None:
-    """`search`: each hit with its doc, section, score and excerpt."""
+    """`search`: each hit with its doc (and attached file), section, score and excerpt."""
     if _error(answer):
         return
     out, _ = _consoles()
     for hit in answer["hits"]:
-        where = hit["id"] + (f"#{hit['anchor']}" if hit.get("anchor") else "")
+        where = hit["id"] + (f" {hit['resource']}" if hit.get("resource") else "")
+        where += f"#{hit['anchor']}" if hit.get("anchor") else ""
         out.print(
             f"[bold]{_escape(hit['title'])}[/bold]"
+            + (f"{SEP}{_escape(hit['resource'])}" if hit.get("resource") else "")
             + (f"{SEP}{_escape(hit['section'])}" if hit.get("section") else "")
             + f"  [dim]{_escape(where)}  score {hit['score']}[/dim]",
             highlight=False,

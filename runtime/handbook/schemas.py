@@ -83,6 +83,7 @@ HIT = _result(
         "anchor": _OPT_STRING,
         "score": {"type": "number"},
         "excerpt": _STRING,
+        "resource": _STRING,
     },
     ["id", "title", "score"],
 )

@@ -2,7 +2,8 @@
 
 Queries use lunr's syntax (`handbook.query`); the ranking is the retriever's
 (`handbook.retriever`). A hit names its doc and section, so the agent can read exactly
-that part with `get(id, section)`.
+that part with `get(id, section)`; a hit in a markdown file attached to the doc also
+names the file, read with `resource(id, path, section)`.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def bounded_hits(
 
 def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
     passage = snap.retriever.passage(hit.entry)
-    return {
+    out: SearchHit = {
         "id": passage.doc_id,
         "title": passage.doc_title,
         "section": passage.title or None,
@@ -67,6 +68,9 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
         "score": round(hit.score, 4),
         "excerpt": excerpt(snap, hit),
     }
+    if passage.resource:
+        out["resource"] = passage.resource
+    return out
 
 
 def excerpt(snap: Snapshot, hit: Hit) -> str:

@@ -149,7 +149,9 @@ class Shelf(SnapshotTools):
                 hits.append(
                     {**rendered, "ref": f"{snap.name}:{rendered['id']}", "library": snap.name}
                 )
-        hits.sort(key=lambda h: (-h["score"], h["ref"], h.get("anchor") or ""))
+        hits.sort(
+            key=lambda h: (-h["score"], h["ref"], h.get("resource", ""), h.get("anchor") or "")
+        )
         return bounded_hits(
             hits, total, checked, "" if hits else NO_MATCH_HINT, self.max_response_chars
         )

@@ -209,9 +209,10 @@ TOOLS: tuple[Tool, ...] = (
         lambda c: (
             "Reads a file attached to a folder doc (listed under `resources` by knowledge_get) by "
             "its path in the doc's folder: `content` when it is text, `content_base64` otherwise. "
-            "An attached markdown file lists its `sections`: pass `section` (a title or anchor) "
-            "to read just that part, or offset=0 and then next_offset to read any text file in "
-            "parts. Nothing is ever run."
+            "An attached markdown file lists its `sections`: pass `section` (a title or anchor, "
+            "as a knowledge_search hit names it with the file's path under `resource`) to read "
+            "just that part, or offset=0 and then next_offset to read any text file in parts. "
+            "Nothing is ever run."
         ),
         (
             DOC_ID,

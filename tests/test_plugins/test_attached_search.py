@@ -1,7 +1,10 @@
 """Markdown attached to a folder doc (`references/*.md`, `agents/*.md`).
 
 Its `##` sections are in the catalog, as byte ranges of the file; `resource(id, path,
-section=…)` reads one, and `offset` reads any text file in parts.
+section=…)` reads one, and `offset` reads any text file in parts. It is searched section
+by section: a hit names the doc's id, the file's path and the section's anchor. Its
+entries are in index.json (lunr scores them as we do) and in arrays of search.bin that an
+older reader does not know, so it never takes them for ranges of a doc's content.
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from typing import Any
 import anyio
 import pytest
 from conftest import KEY, PUBLIC, MakeLibrary, run_cli
+from lunr.index import Index
 
 from handbook import Library
 from handbook.canonical import dumps
 from handbook.mcp import build_server
+from handbook.query import parse
+from handbook.search import SearchIndex
+from handbook.search_format import MAGIC, RESOURCE
 from handbook.signing import MANIFEST_TAG, sign
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -140,7 +147,9 @@ def test_a_section_outside_its_file_is_refused(lib: Library, tmp_path: Path) -> 
     assert "attaches references/guide.md with a section outside the file" in run.stderr
 
 
-def test_a_heading_bomb_is_capped(make_library: MakeLibrary, tmp_path: Path) -> None:
+def test_a_heading_bomb_is_capped_and_still_searched(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
     bomb = "".join(f"## h{n}\n\nword{n}\n\n" for n in range(3 * MAX_ATTACHED_SECTIONS))
     bomb += "the last words (platypus)\n"
     lib = built(make_library, tmp_path, **{"skills/scan-kit/references/bomb.md": bomb})
@@ -148,6 +157,8 @@ def test_a_heading_bomb_is_capped(make_library: MakeLibrary, tmp_path: Path) -> 
     assert len(sections) == MAX_ATTACHED_SECTIONS
     last = sections[-1]
     assert last.title == f"h{MAX_ATTACHED_SECTIONS - 1}" and last.end == len(bomb.encode())
+    hit = lib.search("platypus")["hits"][0]
+    assert (hit["resource"], hit["anchor"]) == ("references/bomb.md", last.anchor)
     assert read_section(lib, "references/bomb.md", last.anchor).endswith("(platypus)\n")
 
 
@@ -182,6 +193,8 @@ def test_a_large_file_is_read_in_parts(make_library: MakeLibrary, tmp_path: Path
     big = f"# Appendix\n\n## Tables\n\n{filler}the very end (aardwolf)\n"
     assert 1_000_000 < len(big) < 5 * 1024 * 1024  # within limits.resource_bytes
     lib = built(make_library, tmp_path, **{"skills/scan-kit/references/big.md": big})
+    hit = lib.search("aardwolf")["hits"][0]
+    assert (hit["resource"], hit["anchor"]) == ("references/big.md", "tables")
     whole = lib.resource(DOC, "references/big.md")
     assert whole["found"] is False and whole["error"]["code"] == "too_large"
     assert "offset=0" in whole["hint"]
@@ -199,3 +212,124 @@ def test_a_large_file_is_read_in_parts(make_library: MakeLibrary, tmp_path: Path
             return (await client.read_resource(uri)).contents[0].text  # type: ignore[union-attr]
 
     assert anyio.run(read) == big
+
+
+# -- searched section by section ---------------------------------------------------------------
+
+
+def test_a_phrase_only_in_a_reference_is_found_and_read_back(lib: Library) -> None:
+    hit = lib.search("zanzibar")["hits"][0]
+    assert {k: hit[k] for k in ("id", "resource", "section", "anchor")} == {
+        "id": DOC,
+        "resource": "references/guide.md",
+        "section": "Exception codes",
+        "anchor": "exception-codes",
+    }
+    assert "(zanzibar)" in hit["excerpt"]
+    part = lib.resource(hit["id"], hit["resource"], section=hit["anchor"])
+    assert part["content"] == EXCEPTIONS
+    overview = lib.search("turbocharger")["hits"][0]
+    assert (overview["resource"], overview["section"], overview["anchor"]) == (
+        "references/guide.md",
+        None,
+        None,
+    )
+    assert lib.search("wallaby")["hits"][0]["resource"] == "agents/helper.md"
+    assert "resource" not in lib.search("holding")["hits"][0]  # the doc's own text
+    assert lib.search("okapi")["count"] == 0  # a file that is not UTF-8 is not searched
+
+
+def test_hits_and_sources_say_which_file(lib: Library) -> None:
+    asked = lib.ask("Which devices answer exception code 2 for single registers?")
+    assert asked["evidence_state"] == "grounded"
+    source = asked["sources"][0]
+    assert (source["resource"], source["anchor"]) == ("references/guide.md", "exception-codes")
+    assert "references/guide.md" in asked["answer"]
+    listed = lib.list(query="zanzibar")["docs"]
+    assert [d["id"] for d in listed] == [DOC]
+    collected = lib.collect(query="quokka")["items"][0]
+    assert collected["id"] == DOC and collected["whole"] is True  # the doc, not the file
+
+
+QUERIES = ["zanzibar", "registers", "exception code", "blocks", "quok*", "turbochargr~1", "東京"]
+
+
+def test_scores_are_lunr_scores_over_index_json(lib: Library) -> None:
+    data = json.loads(lib.bundle.read("index.json"))
+    data["invertedIndex"].sort(key=lambda item: item[0])  # lunr.py loads code-point order
+    reference = Index.load(data)
+    retriever = lib.snapshot.retriever
+    for query in QUERIES:
+        expected = [(r["ref"], round(r["score"], 6)) for r in reference.search(query)]
+        _, hits = retriever.rank(parse(query))
+        ours = []
+        for hit in hits:
+            p = retriever.passage(hit.entry)
+            place = f"/{p.resource}#{p.anchor}" if p.resource else (f"#{p.anchor}" * bool(p.anchor))
+            ours.append((p.doc_id + place, round(hit.score, 6)))
+        assert ours == expected, query
+
+
+def without_attached_arrays(data: bytes) -> bytes:
+    """search.bin as a reader sees it that knows only the arrays of the first release."""
+    length = int.from_bytes(data[12:16], "little")
+    header = json.loads(data[16 : 16 + length])
+    header["arrays"] = {k: v for k, v in header["arrays"].items() if not k.startswith(RESOURCE)}
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-(len(MAGIC) + 8 + len(text)) % 8)
+    return data[:12] + len(text).to_bytes(4, "little") + text + data[16 + length :]
+
+
+def test_an_older_reader_sees_the_docs_entries_only(lib: Library) -> None:
+    full = lib.bundle.read("search.bin")
+    assert SearchIndex(full).attached
+    older = SearchIndex(without_attached_arrays(full))
+    assert not older.attached and older.entries == len(older.entry_doc)
+    assert max(older.groups[0].entries) < len(older.entry_doc)
+    contents = {d.sha256: d.bytes for d in lib.bundle.catalog.docs}
+    for entry in range(older.entries):  # every range it knows is inside a doc's content
+        doc = older.entry_doc[entry]
+        assert older.entry_end[entry] <= contents[older.content_sha(doc)]
+    data = json.loads(lib.bundle.read("index.json"))
+    data["invertedIndex"].sort(key=lambda item: item[0])
+    reference = Index.load(data)
+    for query in QUERIES:
+        expected = [round(r["score"], 6) for r in reference.search(query) if "/" not in r["ref"]]
+        _, hits = older.search(parse(query))
+        assert [round(h.score, 6) for h in hits] == expected, query
+    assert older.search(parse("zanzibar")) == (0, [])
+
+
+ODD = "references/odd #1 (draft) & ü.md"
+
+
+def test_a_path_with_odd_characters(make_library: MakeLibrary, tmp_path: Path) -> None:
+    text = "## Über #1\n\nA file with an odd name (numbat).\n"
+    lib = built(make_library, tmp_path, **{f"skills/scan-kit/{ODD}": text})
+    hit = lib.search("numbat")["hits"][0]
+    assert (hit["resource"], hit["anchor"]) == (ODD, "uber-1")
+    assert lib.resource(DOC, hit["resource"], section=hit["anchor"])["content"] == text
+    ref = json.loads(lib.bundle.read("index.json"))["fieldVectors"]
+    assert f"title/{DOC}/{ODD}#uber-1" in {name for name, _ in ref}
+
+
+def test_script_in_an_attached_file_is_shown_as_text(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    evil = (
+        "## <script>alert(1)</script> [red]boom[/red]\n\n"
+        '<img src=x onerror="alert(2)"> [link](javascript:alert(3)) (kangaroo)\n'
+    )
+    lib = built(make_library, tmp_path, **{"skills/scan-kit/agents/evil.md": evil})
+    hit = lib.search("kangaroo")["hits"][0]
+    assert hit["section"] == "alert(1) [red]boom[/red]"  # tags are no heading text
+    assert hit["excerpt"].startswith('<img src=x onerror="alert(2)">')  # as written, in JSON
+    run = run_cli("search", "kangaroo", "--bundle", str(tmp_path / "bundle"), "--key", PUBLIC)
+    assert run.exit_code == 0
+    assert "alert(1) [red]boom[/red]" in run.stdout  # rich markup escaped, not applied
+    assert '<img src=x onerror="alert(2)">' in run.stdout
+    shown = run_cli(
+        "resource", DOC, "agents/evil.md", "--section", "alert1-redboomred",
+        "--bundle", str(tmp_path / "bundle"), "--key", PUBLIC,
+    )  # fmt: skip
+    assert shown.exit_code == 0 and shown.stdout == evil
