@@ -238,7 +238,18 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
         raise Refused(f"{what}: content is not UTF-8") from None
     if doc["chars"] != chars:
         raise Refused(f"{what}: chars {doc['chars']} is not the content's length in characters")
-    for section in doc["sections"]:
+    _check_sections(what, doc["sections"], data)
+    for attached in doc.get("resources", []):
+        data = contents.get(f"resources/{attached['sha256']}")
+        if data is None:
+            raise Refused(f"{what}: attached file {attached['path']!r} is not listed")
+        _check_sections(f"{what} file {attached['path']!r}", attached.get("sections", []), data)
+
+
+def _check_sections(what: str, sections: list[dict[str, Any]], data: bytes) -> None:
+    """`##` sections (of a doc's content, or of a markdown file attached to it): each a
+    UTF-8 byte range of `data` that starts at its heading."""
+    for section in sections:
         start, end, title = section["start"], section["end"], section["title"]
         if not 0 <= start <= end <= len(data):
             raise Refused(f"{what}: section {title!r} lies outside the content")
@@ -296,6 +307,7 @@ def build(config_path: Path, out: Path, key: Ed25519PrivateKey | None = None) ->
 def write_library(root: Path, docs: dict[str, str], library: str = "spec-test") -> Path:
     (root / "docs").mkdir(parents=True)
     for name, text in docs.items():
+        (root / "docs" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "docs" / name).write_text(text, encoding="utf-8", newline="")
     (root / "mkdocs.yml").write_text(
         f"site_name: t\ndocs_dir: docs\nplugins:\n  - handbook:\n      library: {library}\n      version: 1.0.0\n",
@@ -342,6 +354,13 @@ MULTIBYTE_DOCS = {
         Text.
         """,
     ),
+}
+
+
+ATTACHED_DOCS = {
+    "kit/SKILL.md": doc("skill.kit", "Kit", "# Kit\n\n## Use\n\nText.\n"),
+    "kit/references/guide.md": "---\nname: guide\n---\n# Guide 🚀\n\n"
+    "Before: 東京.\n\n## Über 🚀\n\nText.\n\n### Deeper\n\nMore.\n\n## 東京の工場\n\n日本語。\n",
 }
 
 
@@ -604,6 +623,24 @@ CATALOG_EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "dropped doc": (_drop_doc, "docs, the manifest says"),
     "offset mid-character": (_mid_character, "not UTF-8 character boundaries"),
 }
+
+
+def test_attached_markdown_sections_slice_the_file(tmp_path: Path) -> None:
+    """An attached markdown file's sections are byte ranges of its own bytes, held to the
+    same rules as a doc's; one moved off its heading is refused."""
+    built = build(write_library(tmp_path / "lib", ATTACHED_DOCS), tmp_path / "bundle")
+    verify_bundle(built.out, built.public)
+    catalog = json.loads((built.out / CATALOG).read_bytes())
+    guide = catalog["docs"][0]["resources"][0]
+    assert [s["title"] for s in guide["sections"]] == ["Über 🚀", "東京の工場"]
+
+    def shift(catalog: dict[str, Any]) -> None:
+        catalog["docs"][0]["resources"][0]["sections"][1]["start"] += len(b"## ")
+
+    root = _copy(built, tmp_path / "copy")
+    _resign(root, built.key, shift)
+    with pytest.raises(Refused, match=r"file .references/guide\.md.: section .* does not start"):
+        verify_bundle(root, built.public)
 
 
 def test_resigned_unchanged_bundle_is_accepted(multibyte: Built, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""From checked docs to the bundle's files: catalog, content, lunr index, tools, llms.txt
-(made in `llms`).
+"""From checked docs to the bundle's files: catalog, content, attached files, lunr index,
+search file, tools, llms.txt (made in `llms`).
 
 Everything here is a pure function of the docs, the configuration and the build time,
 so the same sources and `SOURCE_DATE_EPOCH` give the same bytes. The manifest that
@@ -33,6 +33,7 @@ from .pages import page_url
 from .parse import Doc
 from .reviews import reviews_file
 from .seal import BundleWriter
+from .sections import MARKDOWN, attached_sections, markdown_text, section_entries
 
 CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
 MAX_FILTER_VALUES = 50
@@ -50,11 +51,13 @@ def emit(
     records: Sequence[Record] = (),
 ) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
-    the docs' `index_entries`, added while they were parsed (in path order); `resources`
-    the attached files of folder docs (doc path -> paths in the docs root); `records` the
-    verified reviews and invalidations, for a library that declares reviewers."""
+    the docs' `index_entries`, added while they were parsed (in path order); the entries
+    of attached markdown files follow them here. `resources` are the attached files of
+    folder docs (doc path -> paths in the docs root); `records` the verified reviews and
+    invalidations, for a library that declares reviewers."""
     docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
     entries = []
+    texts: dict[str, str] = {}  # sha256 -> text, of every attached markdown file
     for doc in docs:
         body = doc.body.encode("utf-8")
         sha = hashlib.sha256(body).hexdigest()
@@ -62,10 +65,20 @@ def emit(
         if path not in writer.files:  # two docs with the same body share one file
             writer.write(path, body)
         attached = tuple(
-            _resource(config, doc.path, rel, writer) for rel in (resources or {}).get(doc.path, ())
+            _resource(config, doc.path, rel, writer, texts)
+            for rel in (resources or {}).get(doc.path, ())
         )
         entries.append(_entry(doc, config, body, sha, attached))
     catalog = Catalog(_library(docs, config, built_at), tuple(entries))
+    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
+    order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]  # the index's order
+    markdown = [
+        (n, r) for n in order for r in catalog.docs[n].resources if r.sha256 in texts
+    ]  # in index order: docs by path, each doc's files by path
+    for n, resource in markdown:
+        doc_entry = catalog.docs[n]
+        key = doc_key(doc_entry.id, doc_entry.meta)
+        index.extend(attached_entries(key, doc_entry.title, resource, texts[resource.sha256]))
     writer.write(
         CATALOG,
         json.dumps(
@@ -77,7 +90,7 @@ def emit(
     with writer.stream(INDEX) as fh:
         index.write(fh)
     with writer.stream(SEARCH) as fh:
-        for piece in search_file(docs_by_path, catalog, index):
+        for piece in search_file(order, markdown, catalog, index):
             fh.write(piece)
     writer.write(
         TOOLS,
@@ -96,41 +109,50 @@ def emit(
 
 
 def search_file(
-    docs_by_path: Sequence[Doc], catalog: Catalog, index: LunrIndex
+    order: Sequence[int],
+    markdown: Sequence[tuple[int, Resource]],
+    catalog: Catalog,
+    index: LunrIndex,
 ) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
-    be shown without parsing the catalog (ids, titles, anchors, byte ranges)."""
-    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
-    entry_doc, entry_range, entry_title, entry_anchor = [], [], [], []
-    for doc in docs_by_path:  # the order the index was built in
-        n = position[doc_key(doc.id, doc.meta)]
+    be shown without parsing the catalog (ids, titles, paths, anchors, byte ranges).
+    `order` is the docs' catalog positions in index order; the entries of the attached
+    markdown files (`markdown`: catalog position, file) follow theirs, in their arrays."""
+    docs = search_format.Passages([], [], [], [])
+    for n in order:
         entry = catalog.docs[n]
-        entry_doc.append(n)
-        entry_range.append((0, entry.sections[0].start if entry.sections else entry.bytes))
-        entry_title.append("")
-        entry_anchor.append("")
-        for section in entry.sections:
-            entry_doc.append(n)
-            entry_range.append((section.start, section.end))
-            entry_title.append(section.title)
-            entry_anchor.append(section.anchor)
-    if len(entry_doc) != len(index.refs):
+        _passages(docs, n, entry.sections, entry.bytes)
+    files = search_format.Passages([], [], [], [])
+    for f, (_, resource) in enumerate(markdown):
+        _passages(files, f, resource.sections, resource.bytes)
+    if len(docs.owner) + len(files.owner) != len(index.refs):
         raise RuntimeError("the index and the catalog disagree about the entries")
-    terms, lunr_index, offsets, post_entry, post_score = index.search_arrays()
+    arrays = index.search_arrays(split=len(docs.owner))
     return search_format.write(
-        terms=terms,
-        lunr_index=lunr_index,
-        offsets=offsets,
-        post_entry=post_entry,
-        post_score=post_score,
-        entry_doc=entry_doc,
-        entry_range=entry_range,
-        entry_title=entry_title,
-        entry_anchor=entry_anchor,
+        arrays,
+        docs,
         doc_id=[d.id for d in catalog.docs],
         doc_title=[d.title for d in catalog.docs],
         doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
+        attached=search_format.Attached(
+            files,
+            doc=[n for n, _ in markdown],
+            path=[r.path for _, r in markdown],
+            content=[bytes.fromhex(r.sha256) for _, r in markdown],
+        )
+        if markdown
+        else None,
     )
+
+
+def _passages(
+    out: search_format.Passages, owner: int, sections: Sequence[SectionEntry], size: int
+) -> None:
+    """The entries of one text (a doc's content, an attached file): its overview (up to its
+    first section), then each section."""
+    out.add(owner, 0, sections[0].start if sections else size, "", "")
+    for section in sections:
+        out.add(owner, section.start, section.end, section.title, section.anchor)
 
 
 def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
@@ -142,7 +164,7 @@ def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
 
 
 _MEDIA_TYPES = {
-    ".md": "text/markdown",
+    ".md": MARKDOWN,
     ".yaml": "application/yaml",
     ".yml": "application/yaml",
     ".toml": "application/toml",
@@ -153,9 +175,9 @@ _MEDIA_TYPES = {
 """Types the platform's table may lack or name differently, fixed so bundles agree."""
 
 
-def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes]:
-    """One attached file and its bytes (read without following links; never executed,
-    never parsed)."""
+def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes, str | None]:
+    """One attached file, its bytes, and its text when it is markdown (read without
+    following links; never executed). A markdown file's resource lists its sections."""
     fd = os.open(config.docs_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -168,10 +190,15 @@ def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes]:
     media_type = (
         _MEDIA_TYPES.get(suffix) or mimetypes.guess_type(rel)[0] or "application/octet-stream"
     )
+    text = markdown_text(media_type, data)
     resource = Resource(
-        posixpath.relpath(rel, posixpath.dirname(doc_path)), sha, len(data), media_type
+        posixpath.relpath(rel, posixpath.dirname(doc_path)),
+        sha,
+        len(data),
+        media_type,
+        attached_sections(text) if text is not None else (),
     )
-    return resource, data
+    return resource, data, text
 
 
 def entry_of(
@@ -184,9 +211,14 @@ def entry_of(
     return _entry(doc, config, body, hashlib.sha256(body).hexdigest(), files)
 
 
-def _resource(config: Config, doc_path: str, rel: str, writer: BundleWriter) -> Resource:
-    """Copy one attached file into the bundle, named by its sha256."""
-    resource, data = attached(config, doc_path, rel)
+def _resource(
+    config: Config, doc_path: str, rel: str, writer: BundleWriter, texts: dict[str, str]
+) -> Resource:
+    """Copy one attached file into the bundle, named by its sha256; a markdown file's text
+    goes into `texts` (by sha256) to be indexed."""
+    resource, data, text = attached(config, doc_path, rel)
+    if text is not None:
+        texts[resource.sha256] = text
     if resource.file not in writer.files:
         writer.write(resource.file, data)
     return resource
@@ -196,11 +228,6 @@ def _entry(
     doc: Doc, config: Config, body: bytes, sha: str, resources: tuple[Resource, ...] = ()
 ) -> DocEntry:
     meta = doc.meta
-    offsets = _byte_offsets(doc.body, sorted({o for s in doc.sections for o in (s.start, s.end)}))
-    sections = tuple(
-        SectionEntry(s.title, s.anchor, s.level, offsets[s.start], offsets[s.end], s.end - s.start)
-        for s in doc.sections
-    )
     return DocEntry(
         id=doc.id,
         kind=str(meta["kind"]),
@@ -216,18 +243,9 @@ def _entry(
         chars=len(doc.body),
         url=page_url(doc.path, config.use_directory_urls),
         source=doc.path,
-        sections=sections,
+        sections=section_entries(doc.body, doc.sections),
         resources=resources,
     )
-
-
-def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:
-    """Character offset -> UTF-8 byte offset, in one pass."""
-    out, last, total = {}, 0, 0
-    for offset in char_offsets:
-        total += len(text[last:offset].encode("utf-8"))
-        out[offset], last = total, offset
-    return out
 
 
 def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
@@ -273,6 +291,8 @@ _LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
 _MARKUP = re.compile(r"[*`#|\[\]~<>]+")
 _COMPACT = re.compile(r"[\s_.\-/]+")
+_PATH_WORDS = re.compile(r"[/_.]+")
+"""What separates the words of a file's path (the tokenizer splits only at spaces and `-`)."""
 
 
 def plain_text(markdown: str) -> str:
@@ -315,3 +335,19 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
         for section in sections:
             text = doc.body[section.start : section.end].partition("\n")[2]
             yield Entry(f"{key}#{section.anchor}", (section.title, title, plain_text(text)))
+
+
+def attached_entries(key: str, title: str, resource: Resource, text: str) -> Iterator[Entry]:
+    """The entries of an attached markdown file, refs `<doc ref>/<path>#<anchor>` (an
+    empty anchor for the text before its first section; no doc id holds a `/`): that
+    text (the file's path as title, the doc title as keyword), then each section (its
+    title; the doc title and the path as keywords; its text)."""
+    data = text.encode("utf-8")
+    words = _PATH_WORDS.sub(" ", resource.path)
+    first = resource.sections[0].start if resource.sections else len(data)
+    overview = data[:first].decode("utf-8")
+    yield Entry(f"{key}/{resource.path}#", (words, title, plain_text(overview)))
+    for section in resource.sections:
+        body = data[section.start : section.end].decode("utf-8").partition("\n")[2]
+        ref = f"{key}/{resource.path}#{section.anchor}"
+        yield Entry(ref, (section.title, f"{title} {words}", plain_text(body)))

@@ -97,8 +97,7 @@ def parse(path: str, text: str, optional: bool = False) -> Frontmatter:
         if optional:
             return Frontmatter({}, {}, 0, 1, [], [])
         raise FrontmatterError(rules.FRONTMATTER_MISSING.at(path, 1))
-    start = text.index("\n") + 1
-    close = _CLOSE.search(text, start)
+    start, close = _block(text)
     if close is None:
         raise FrontmatterError(rules.FRONTMATTER_UNCLOSED.at(path, 1))
     source = text[start : close.start()]
@@ -121,6 +120,22 @@ def parse(path: str, text: str, optional: bool = False) -> Frontmatter:
     reader = _Reader(path, source)
     data, fields = reader.fields(node)
     return Frontmatter(data, fields, body_offset, body_line, reader.errors, reader.bool_words)
+
+
+def body_offset(text: str) -> int:
+    """Where the text after a leading frontmatter block begins, without reading the YAML
+    (0 when the text opens no closed block): attached markdown may carry frontmatter
+    (an agent's `name` and `description`) that is text to search, never metadata."""
+    if not _OPEN.match(text):
+        return 0
+    _, close = _block(text)
+    return 0 if close is None else min(close.end() + 1, len(text))
+
+
+def _block(text: str) -> tuple[int, re.Match[str] | None]:
+    """(where the block's YAML starts, the closing `---` line) of a text opening with `---`."""
+    start = text.index("\n") + 1
+    return start, _CLOSE.search(text, start)
 
 
 def _kind(node: yaml.Node) -> str:

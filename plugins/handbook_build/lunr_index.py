@@ -15,6 +15,8 @@ character outside the Basic Multilingual Plane ("Out of order word insertion").
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 import multiprocessing
@@ -29,6 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lunr import __TARGET_JS_VERSION__, get_default_builder
+
+from handbook.search_format import Postings, SearchArrays
 
 FIELDS: tuple[tuple[str, int], ...] = (("title", 1), ("keywords", 1), ("body", 1))
 """Field names and boosts. Equal: BM25's length normalization already weighs a hit in a
@@ -115,6 +119,8 @@ class LunrIndex:
         self._sorted_terms: list[tuple[str, int]] = []
         self._member_json: list[str] = []
         self._code_point_terms: list[tuple[str, int]] = []
+        self._split = 0
+        """Entries from this one on are an attached file's: their postings go apart."""
         self.extend(entries)
 
     def extend(self, entries: Iterable[Entry]) -> None:
@@ -199,42 +205,56 @@ class LunrIndex:
             )
             self._member_json = [_json_string(r) + ":{}" for r in self.refs]
 
-    def _search_part(self, start: int, stop: int) -> tuple[bytes, bytes, bytes]:
+    def _search_part(self, start: int, stop: int) -> tuple[bytes, ...]:
         """For terms [start, stop) in code-point order, each field's postings with lunr's
-        scores x 1000: (posting counts, entries, scores) as uint32 arrays."""
+        scores x 1000, as uint32 arrays: (posting counts, entries, scores) of the entries
+        before `_split`, then the same of the entries from `_split` on."""
         idf, average = self._scoring
         k1_plus_1 = K1 + 1
-        counts, entries, scores = array("I"), array("I"), array("I")
+        split = self._split
+        parts = [array("I") for _ in range(6)]
         for _, index in self._code_point_terms[start:stop]:
             for f in range(len(self.fields)):
                 members = self.postings[f].get(index, array("I"))
                 tfs = self.posting_tf[f].get(index, array("I"))
                 lengths, boost, avg = self.lengths[f], self.boosts[f], average[f]
+                scores = []
                 for n, tf in zip(members, tfs, strict=True):
                     norm = K1 * (1 - B + B * (lengths[n] / avg))
                     score = idf[index] * (k1_plus_1 * tf) / (norm + tf) * boost
                     scores.append(round(round(score, 3) * 1000))
-                entries.extend(members)
-                counts.append(len(members))
-        return counts.tobytes(), entries.tobytes(), scores.tobytes()
+                cut = bisect.bisect_left(members, split)  # entries ascend in a posting list
+                parts[0].append(cut)
+                parts[1].extend(members[:cut])
+                parts[2].extend(scores[:cut])
+                parts[3].append(len(members) - cut)
+                parts[4].extend(members[cut:])
+                parts[5].extend(scores[cut:])
+        return tuple(part.tobytes() for part in parts)
 
-    def search_arrays(self) -> tuple[list[str], array[int], array[int], array[int], array[int]]:
-        """(terms in code-point order, their lunr `_index`, posting offsets per term and
-        field, posting entries, posting scores x 1000) for the runtime's search file."""
+    def search_arrays(self, split: int | None = None) -> SearchArrays:
+        """The search file's view of the index: terms in code-point order, their lunr
+        `_index`, and the postings of the entries before `split` (a row per term) apart
+        from those of the entries from `split` on (a row per term that has any)."""
         self._prepare()
+        self._split = len(self.refs) if split is None else split
         self._code_point_terms = sorted(self.term_index.items())
         total = len(self._code_point_terms)
         step = max(1, -(-total // _PARTS))
-        offsets, entries, scores = array("I", [0]), array("I"), array("I")
-        for counts, part_entries, part_scores in _render_all(
+        docs = Postings(None, array("I", [0]), array("I"), array("I"))
+        attached = Postings(array("I"), array("I", [0]), array("I"), array("I"))
+        first = 0
+        for part in _render_all(
             self, [("_search_part", i, min(i + step, total)) for i in range(0, total, step)]
         ):
-            for count in array("I", counts):
-                offsets.append(offsets[-1] + count)
-            entries.frombytes(part_entries)
-            scores.frombytes(part_scores)
+            for group, (counts, entries, scores) in ((docs, part[:3]), (attached, part[3:])):
+                _add_rows(group, array("I", counts), first, len(self.fields))
+                group.entries.frombytes(entries)
+                group.scores.frombytes(scores)
+            first += len(part[0]) // (4 * len(self.fields))
         terms = [t for t, _ in self._code_point_terms]
-        return terms, array("I", [i for _, i in self._code_point_terms]), offsets, entries, scores
+        lunr_index = array("I", [i for _, i in self._code_point_terms])
+        return SearchArrays(terms, lunr_index, docs, attached)
 
     def chunks(self) -> Iterator[str]:
         """The serialized index as JSON text, in pieces (lunr 2.3 / lunr-schema layout).
@@ -319,6 +339,23 @@ def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[
                 yield pending.popleft().result()
     finally:
         _rendering = None
+
+
+def _add_rows(group: Postings, counts: array[int], first: int, width: int) -> None:
+    """Append the posting offsets of terms `first`, `first + 1`, … (`width` counts per
+    term) to `group`: every term's, or, when the group lists its rows, those of the terms
+    that have postings there."""
+    if group.rows is None:
+        ends = itertools.accumulate(counts, initial=group.offsets[-1])
+        next(ends)
+        group.offsets.extend(ends)
+        return
+    for row in range(0, len(counts), width):
+        row_counts = counts[row : row + width]
+        if any(row_counts):
+            group.rows.append(first + row // width)
+            for count in row_counts:
+                group.offsets.append(group.offsets[-1] + count)
 
 
 def _json_string(s: str) -> str:

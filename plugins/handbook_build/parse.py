@@ -162,6 +162,13 @@ def written_body(source: Text) -> str | None:
         return None
 
 
+def sections_of(text: str) -> tuple[Section, ...]:
+    """The `##` sections of a markdown text that is not a doc (a file attached to one),
+    found exactly as a doc's are; lines counted from the text's first."""
+    headings, _ = _structure(text, 1)
+    return _sections(headings, len(text))
+
+
 def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:
     """Each section ends where the next heading of its level or higher begins."""
     sections = []

@@ -123,6 +123,9 @@ class SearchHit(TypedDict, total=False):
     anchor: str | None
     score: float
     excerpt: str
+    resource: str
+    """Set when the passage is in a markdown file attached to the doc: the file's path,
+    to read with `resource(id, resource, section=anchor)`."""
     ref: str
     library: str
     pedigree: Pedigree
@@ -176,6 +179,8 @@ class Source(TypedDict, total=False):
     anchor: str | None
     excerpt: str
     score: float
+    resource: str
+    """As in `SearchHit`: the attached markdown file the passage is in."""
     pedigree: Pedigree
 
 
@@ -202,8 +207,15 @@ class ResourceAnswer(Answer, total=False):
     bytes: int
     sha256: str
     media_type: str
+    sections: list[SectionInfo]
+    """An attached markdown file's `##` sections, to read one at a time."""
+    sections_omitted: int
+    section: dict[str, str]
     content: str
     content_base64: str
+    offset: int
+    """Set when a part of the file's text was asked for (a section, or from an offset)."""
+    next_offset: int
     code: str
     suggestions: list[str]
     resources: list[str]

@@ -120,7 +120,7 @@ def _passages(
         for hit in hits:
             rendered = render_hit(snap, hit)
             passages.append((rendered["score"], f"{snap.name}:{rendered['id']}", snap, rendered))
-    passages.sort(key=lambda p: (-p[0], p[1], p[3].get("anchor") or ""))
+    passages.sort(key=lambda p: (-p[0], p[1], p[3].get("resource", ""), p[3].get("anchor") or ""))
     return passages
 
 
@@ -130,7 +130,8 @@ def _answer(
     """Quotes when `best` covers enough of the key terms' weight (IDF), else the refusal."""
     terms = list(weights)
     covered = [
-        set(terms) & snap.passage_terms(hit["id"], hit.get("anchor")) for _, _, snap, hit in best
+        set(terms) & snap.passage_terms(hit["id"], hit.get("anchor"), hit.get("resource"))
+        for _, _, snap, hit in best
     ]
     union = set().union(*covered) if covered else set()
     total = sum(weights.values()) or 1.0
@@ -142,7 +143,8 @@ def _answer(
     if grounded:
         lines = [f"From {len(sources)} passage(s) of {names}:"]
         for n, s in enumerate(sources, 1):
-            where = s["title"] + (f"{_ARROW}{s['section']}" if s.get("section") else "")
+            parts = [s["title"], s.get("resource"), s.get("section")]
+            where = _ARROW.join(part for part in parts if part)
             cited = s["ref"] if qualified else s["document_id"]
             lines.append(f"{n}. {where} [{cited}]: \u201c{s['excerpt']}\u201d")
         answer = "\n".join(lines)
@@ -176,4 +178,5 @@ def _source(snap: Snapshot, hit: SearchHit) -> Source:
         "excerpt": hit.get("excerpt", ""),
         "score": hit["score"],
         **({"pedigree": hit["pedigree"]} if "pedigree" in hit else {}),
+        **({"resource": hit["resource"]} if "resource" in hit else {}),
     }

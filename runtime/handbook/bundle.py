@@ -218,6 +218,11 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
                 raise FormatError(
                     f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
                 )
+            if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.sections):
+                raise FormatError(
+                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
+                    "with a section outside the file"
+                )
             referenced.add(resource.file)
     orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
     if orphans:

@@ -27,12 +27,14 @@ class SectionEntry(NamedTuple):
 
 class Resource(NamedTuple):
     """A file attached to a folder doc: its path relative to the doc's folder, and the
-    content-addressed bundle file that holds its bytes."""
+    content-addressed bundle file that holds its bytes. An attached markdown file lists
+    its `##` sections like a doc, as byte offsets into that file."""
 
     path: str
     sha256: str
     bytes: int
     media_type: str
+    sections: tuple[SectionEntry, ...] = ()
 
     @property
     def file(self) -> str:
@@ -70,10 +72,21 @@ class DocEntry(NamedTuple):
             {name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections
         ]
         if self.resources:
-            out["resources"] = [r._asdict() for r in self.resources]
+            out["resources"] = [_resource_dict(r) for r in self.resources]
         else:
             del out["resources"]
         return out
+
+
+def _resource_dict(resource: Resource) -> dict[str, Any]:
+    """An attached file's catalog entry; `sections` only when it has some, so the entries
+    of other files read as they always did."""
+    out = resource._asdict()
+    if resource.sections:
+        out["sections"] = [s._asdict() for s in resource.sections]
+    else:
+        del out["sections"]
+    return out
 
 
 _STRING_FIELDS = (
@@ -98,25 +111,29 @@ def _typed(doc: DocEntry) -> DocEntry:
         and type(doc.chars) is int
         and type(doc.meta) is dict
         and all(type(word) is str for word in (*doc.keywords, *doc.aliases))
-        and all(
-            type(s.title) is str
-            and type(s.anchor) is str
-            and type(s.level) is int
-            and type(s.start) is int
-            and type(s.end) is int
-            and type(s.chars) is int
-            for s in doc.sections
-        )
+        and all(map(_typed_section, doc.sections))
         and all(
             type(r.path) is str
             and type(r.sha256) is str
             and type(r.bytes) is int
             and type(r.media_type) is str
+            and all(map(_typed_section, r.sections))
             for r in doc.resources
         )
     ):
         raise TypeError(f"doc {str(doc.id)[:80]!r} has a field of the wrong type")
     return doc
+
+
+def _typed_section(s: SectionEntry) -> bool:
+    return (
+        type(s.title) is str
+        and type(s.anchor) is str
+        and type(s.level) is int
+        and type(s.start) is int
+        and type(s.end) is int
+        and type(s.chars) is int
+    )
 
 
 _DOC_FIELDS = DocEntry._fields
@@ -175,19 +192,25 @@ class Catalog(NamedTuple):
                     tuple(entry["keywords"]),
                     tuple(entry["aliases"]),
                 )
-                entry["sections"] = tuple(
-                    SectionEntry(**_known(s, _SECTION_FIELDS)) for s in entry["sections"]
-                )
+                entry["sections"] = _sections(entry["sections"])
                 if "resources" in entry:
-                    entry["resources"] = tuple(
-                        Resource(**_known(r, Resource._fields)) for r in entry["resources"]
-                    )
+                    entry["resources"] = tuple(map(_resource, entry["resources"]))
                 docs.append(_typed(DocEntry(**entry)))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(
                 f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})"
             ) from None
         return cls(library, tuple(docs))
+
+
+def _sections(items: Any) -> tuple[SectionEntry, ...]:
+    return tuple(SectionEntry(**_known(s, _SECTION_FIELDS)) for s in items)
+
+
+def _resource(item: Any) -> Resource:
+    fields = _known(item, Resource._fields)
+    fields["sections"] = _sections(fields.get("sections", ()))
+    return Resource(**fields)
 
 
 def _known(value: Any, fields: tuple[str, ...]) -> dict[str, Any]:

@@ -182,8 +182,21 @@ class RemoteLibrary:
             }
         return answer
 
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
-        args = {"doc_id": doc_id, "path": path, "revision": revision}
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer:
+        args = {
+            "doc_id": doc_id,
+            "path": path,
+            "revision": revision,
+            "section": section,
+            "offset": offset,
+        }
         return cast(ResourceAnswer, self.call("knowledge_resource", args))
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -346,7 +346,8 @@ def _query_matches(
             passage = snap.retriever.passage(entry)
             qualified = f"{snap.name}:{passage.doc_id}"
             best, matched = out.get(qualified, (0.0, []))
-            anchors = [*matched, passage.anchor] if passage.anchor else matched
+            in_content = passage.anchor and not passage.resource  # an attached file's is not
+            anchors = [*matched, passage.anchor] if in_content else matched
             out[qualified] = (max(best, score), anchors)
     return out, fitted.note
 

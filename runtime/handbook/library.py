@@ -303,9 +303,19 @@ class Library(SnapshotTools):
         return search_passages(snap, bound, query, limit, lang, offset, retriever)
 
     @never_raise
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
-        """A file attached to a folder doc, as verified bytes (see `handbook.reading`)."""
-        return get_resource(self._snapshot, self.max_response_chars, doc_id, path, revision)
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer:
+        """A file attached to a folder doc, as verified bytes, or one section or page of
+        an attached markdown file's text (see `handbook.reading`)."""
+        return get_resource(
+            self._snapshot, self.max_response_chars, doc_id, path, revision, section, offset
+        )
 
 
 def language_counts(snap: Snapshot) -> dict[str, dict[str, int]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -152,7 +152,8 @@ def _single(served: Served) -> str:
 def _read(
     served: Served, uri: str
 ) -> types.TextResourceContents | types.BlobResourceContents | None:
-    """A doc (all of it, read page by page) or an attached file, by its resource URI."""
+    """A doc or an attached file, all of it, by its resource URI: a text too long for one
+    answer is read page by page."""
     if not uri.startswith(SCHEME):
         return None
     library, _, rest = uri[len(SCHEME) :].partition("/")
@@ -160,25 +161,41 @@ def _read(
     if not library or not doc_id:
         return None
     ref = f"{library}:{doc_id}"
-    if attached:
-        got = served.resource(ref, attached)
-        if not got.get("found"):
-            return None
-        media = got.get("media_type")
-        if "content" in got:
-            return types.TextResourceContents(uri=uri, text=got["content"], mime_type=media)
-        return types.BlobResourceContents(
-            uri=uri, blob=got.get("content_base64", ""), mime_type=media
-        )
+    read: tuple[str, Mapping[str, Any]] | None
+    if not attached:
+        read = _pieces(lambda offset: served.get(ref, offset=offset))
+    else:
+        path = attached
+        got = served.resource(ref, path)
+        error = got.get("error")
+        if "content_base64" in got:
+            media = got.get("media_type")
+            return types.BlobResourceContents(uri=uri, blob=got["content_base64"], mime_type=media)
+        if isinstance(error, dict) and error.get("code") == "too_large":
+            read = _pieces(lambda offset: served.resource(ref, path, offset=offset))
+        else:
+            read = (got.get("content", ""), got) if got.get("found") else None
+    if read is None:
+        return None
+    text, first = read
+    media = first.get("media_type", "text/markdown")
+    return types.TextResourceContents(uri=uri, text=text, mime_type=media)
+
+
+def _pieces(read: Callable[[int], Mapping[str, Any]]) -> tuple[str, Mapping[str, Any]] | None:
+    """A text read answer by answer (`read(offset)`), following `next_offset`: (the text,
+    its first answer), or None when it is not there."""
     pieces: list[str] = []
     offset: int | None = 0
+    first: Mapping[str, Any] = {}
     while offset is not None and len(pieces) < MAX_PIECES:
-        answer = served.get(ref, offset=offset)
+        answer = read(offset)
         if not answer.get("found"):
             return None
+        first = first or answer
         pieces.append(answer.get("content", ""))
         offset = answer.get("next_offset")
-    return types.TextResourceContents(uri=uri, text="".join(pieces), mime_type="text/markdown")
+    return "".join(pieces), first
 
 
 def run_stdio(served: Served) -> None:

@@ -1,4 +1,5 @@
-"""`get` and `resource`: one doc (or one section of it), and a file attached to a doc.
+"""`get` and `resource`: one doc (or one section of it), and a file attached to a doc
+(whole, or one section or page of an attached markdown file).
 
 A doc comes with its metadata, revision and section list. Content beyond the response
 bound is cut, and `next_offset` fetches the rest; a doc too long for one answer comes as
@@ -9,16 +10,18 @@ revision is served: a doc that changed since is refused, never replaced by new b
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from .answers import GetAnswer, ResourceAnswer, SectionInfo
 from .bounds import check_offset, clip, fit_text, json_len, refusal
-from .catalog import DocEntry
+from .catalog import DocEntry, SectionEntry
 from .listing import OFFSET_MESSAGE
 from .snapshot import MAX_AVAILABLE_IDS, Snapshot, close_matches, find_section
 
 RESERVE_CHARS = 400
 """Kept free for content, offset, truncated, hint, next_offset and response_chars."""
+A = TypeVar("A", GetAnswer, ResourceAnswer)
 
 
 def get_doc(
@@ -52,7 +55,7 @@ def get_doc(
     if start is None:
         return {"found": False, "id": doc.id, "error": refusal("invalid_offset", OFFSET_MESSAGE)}
     content = snap.read(doc)
-    sections = section_list(doc)
+    sections = section_list(doc.sections)
     answer: GetAnswer = {
         "found": True,
         "id": doc.id,
@@ -73,13 +76,15 @@ def get_doc(
     answer.update(out)
     begin, end = 0, len(content)
     if section is not None:
-        chosen = find_section(doc, str(section))
+        chosen = find_section(doc.sections, str(section))
         if chosen is None:
-            return unknown_section(doc, str(section), sections)
+            miss: GetAnswer = {"found": False, "id": doc.id, "title": doc.title}
+            return unknown_section(miss, f"doc {doc.id}", doc.sections, str(section))
         answer["section"] = {"title": chosen.title, "anchor": chosen.anchor}
         begin, end = chosen.start, chosen.end
     text = content[begin:end].decode("utf-8")
-    return bounded_text(answer, text, start, doc, section is None, max_chars)
+    whole = section is None and start == 0 and doc.sections
+    return bounded_text(answer, text, start, max_chars, overview(content, doc) if whole else None)
 
 
 def metadata(doc: DocEntry) -> dict[str, Any]:
@@ -87,8 +92,8 @@ def metadata(doc: DocEntry) -> dict[str, Any]:
     return {**core, "keywords": list(doc.keywords), "aliases": list(doc.aliases), **doc.meta}
 
 
-def section_list(doc: DocEntry) -> list[SectionInfo]:
-    return [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in doc.sections]
+def section_list(sections: Sequence[SectionEntry]) -> list[SectionInfo]:
+    return [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in sections]
 
 
 def unavailable_revision(doc: DocEntry, revision: Any) -> GetAnswer:
@@ -106,34 +111,32 @@ def unavailable_revision(doc: DocEntry, revision: Any) -> GetAnswer:
     }
 
 
-def unknown_section(doc: DocEntry, wanted: str, sections: list[SectionInfo]) -> GetAnswer:
+def unknown_section(miss: A, where: str, sections: Sequence[SectionEntry], wanted: str) -> A:
+    """`miss` (naming the doc or file `where`) saying that none of its `sections` is
+    `wanted`: the closest titles, and every section."""
     key = wanted.strip().lower()
-    containing = [s.title for s in doc.sections if key and key in s.title.lower()]
-    names = [s.title for s in doc.sections] + [s.anchor for s in doc.sections]
+    containing: list[str] = [s.title for s in sections if key and key in s.title.lower()]
+    names: list[str] = [s.title for s in sections] + [s.anchor for s in sections]
     close = list(dict.fromkeys([*containing, *close_matches(wanted, names, n=5, cutoff=0.4)]))
-    return {
-        "found": False,
-        "id": doc.id,
-        "title": doc.title,
-        "error": refusal("unknown_section", f"doc {doc.id} has no section {clip(wanted)!r}"),
-        "suggestions": close[:5],
-        "sections": sections,
-    }
+    miss["error"] = refusal("unknown_section", f"{where} has no section {clip(wanted)!r}")
+    miss["suggestions"] = close[:5]
+    miss["sections"] = section_list(sections)
+    return miss
 
 
-def bounded_text(
-    out: GetAnswer, text: str, offset: int, doc: DocEntry, whole: bool, max_chars: int
-) -> GetAnswer:
+def bounded_text(out: A, text: str, offset: int, max_chars: int, overview: str | None) -> A:
     """Put as much of `text` from `offset` into `out` as the bound allows, measured as
-    JSON (escapes count), and say how to get the rest."""
-    sections = out.get("sections", [])
+    JSON (escapes count), and say how to get the rest. When `overview` is given (a whole
+    doc asked for) and the text does not fit, the overview comes instead."""
+    listed: list[SectionInfo] = out.get("sections", [])
+    sections = listed
     while json_len(out) + RESERVE_CHARS > max_chars and sections:
         sections = out["sections"] = sections[: len(sections) // 2]
-        out["sections_omitted"] = len(doc.sections) - len(sections)
+        out["sections_omitted"] = len(listed) - len(sections)
     budget = max(0, max_chars - json_len(out) - RESERVE_CHARS)
     rest = text[offset:]
-    if whole and offset == 0 and doc.sections and json_len(rest) > budget:
-        rest = overview(text, doc)
+    if overview is not None and json_len(rest) > budget:
+        rest = overview
         out["hint"] = (
             f"The doc has {len(text):,} characters, more than fit in one answer; here is its "
             "overview. Fetch a section by title or anchor."
@@ -153,19 +156,27 @@ def bounded_text(
     return out
 
 
-def overview(text: str, doc: DocEntry) -> str:
+def overview(content: bytes, doc: DocEntry) -> str:
     """The content before the first section."""
     if not doc.sections:
-        return text
-    return text.encode("utf-8")[: doc.sections[0].start].decode("utf-8", "replace")
+        return content.decode("utf-8")
+    return content[: doc.sections[0].start].decode("utf-8", "replace")
 
 
 def get_resource(
-    snap: Snapshot, max_chars: int, doc_id: Any, path: Any, revision: Any = None
+    snap: Snapshot,
+    max_chars: int,
+    doc_id: Any,
+    path: Any,
+    revision: Any = None,
+    section: Any = None,
+    offset: Any = None,
 ) -> ResourceAnswer:
     """A file attached to a folder doc, by its path in the doc's folder, as verified
     bytes: `content` when it is UTF-8 text, else `content_base64`. The path is only
-    looked up in the doc's verified list: nothing is read from a path the caller builds."""
+    looked up in the doc's verified list: nothing is read from a path the caller builds.
+    The whole file comes in one answer or not at all; with `section` (of an attached
+    markdown file) or `offset`, a part of its text comes, cut to the bound like a doc's."""
     got = get_doc(snap, max_chars, doc_id, revision=revision)
     if not got.get("found"):
         miss: ResourceAnswer = {"found": False}
@@ -185,7 +196,9 @@ def get_resource(
             "error": refusal("unknown_resource", message),
             "resources": listed[:MAX_AVAILABLE_IDS],
         }
-    data = snap.bundle.read(match.file)
+    start = None if offset is None else check_offset(offset)
+    if offset is not None and start is None:
+        return {"found": False, "id": doc.id, "error": refusal("invalid_offset", OFFSET_MESSAGE)}
     out: ResourceAnswer = {
         "found": True,
         "id": doc.id,
@@ -196,14 +209,38 @@ def get_resource(
         "sha256": match.sha256,
         "media_type": match.media_type,
     }
+    if match.sections:
+        out["sections"] = section_list(match.sections)
+    data = snap.bundle.read(match.file)
+    if section is not None:
+        chosen = find_section(match.sections, str(section))
+        if chosen is None:
+            missed: ResourceAnswer = {"found": False, "id": doc.id, "path": match.path}
+            return unknown_section(missed, match.path, match.sections, str(section))
+        out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+        data = data[chosen.start : chosen.end]
     try:
-        out["content"] = data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
+        if start is not None:
+            message = f"{match.path} is not text: it is read whole, without offset"
+            return {"found": False, "id": doc.id, "error": refusal("invalid_offset", message)}
         out["content_base64"] = base64.b64encode(data).decode("ascii")
+    else:
+        if section is not None or start is not None:
+            return bounded_text(out, text, start or 0, max_chars, None)
+        out["content"] = text
     if json_len(out) > max_chars:
         message = (
             f"{match.path} is {match.bytes:,} bytes, more than one answer may hold "
             f"({max_chars:,} characters)"
+        )
+        hint = (
+            "Read its text a part at a time: offset=0, then each next_offset"
+            + (", or one section by title or anchor." if match.sections else ".")
+            if "content" in out
+            else "Read it through the Python API with a larger max_response_chars, "
+            f"or from the bundle file {match.file}"
         )
         return {
             "found": False,
@@ -211,7 +248,6 @@ def get_resource(
             "path": match.path,
             "bytes": match.bytes,
             "error": refusal("too_large", message),
-            "hint": "Read it through the Python API with a larger max_response_chars, "
-            f"or from the bundle file {match.file}",
+            "hint": hint,
         }
     return out

@@ -103,14 +103,16 @@ def doc(answer: dict[str, Any]) -> None:
 
 
 def hits(answer: dict[str, Any]) -> None:
-    """`search`: each hit with its doc, section, score and excerpt."""
+    """`search`: each hit with its doc (and attached file), section, score and excerpt."""
     if _error(answer):
         return
     out, _ = _consoles()
     for hit in answer["hits"]:
-        where = hit["id"] + (f"#{hit['anchor']}" if hit.get("anchor") else "")
+        where = hit["id"] + (f" {hit['resource']}" if hit.get("resource") else "")
+        where += f"#{hit['anchor']}" if hit.get("anchor") else ""
         out.print(
             f"[bold]{_escape(hit['title'])}[/bold]"
+            + (f"{SEP}{_escape(hit['resource'])}" if hit.get("resource") else "")
             + (f"{SEP}{_escape(hit['section'])}" if hit.get("section") else "")
             + f"  [dim]{_escape(where)}  score {hit['score']}[/dim]",
             highlight=False,
@@ -186,7 +188,8 @@ def answer(answer: dict[str, Any]) -> None:
 
 
 def resource(answer: dict[str, Any], output: str | None = None) -> None:
-    """`resource`: the verified bytes, to stdout (text) or to `output`."""
+    """`resource`: the verified bytes, or a part of the text (a section, or from an
+    offset, which says where the rest begins), to stdout (text) or to `output`."""
     import base64
 
     import click
@@ -197,16 +200,20 @@ def resource(answer: dict[str, Any], output: str | None = None) -> None:
     data = text.encode("utf-8") if text is not None else base64.b64decode(answer["content_base64"])
     if output:
         Path(output).write_bytes(data)
-        click.echo(
-            f"wrote {answer['path']} ({answer['bytes']:,} bytes, sha256 {answer['sha256'][:16]}…) to {output}",
-            err=True,
+        what = (
+            f"{answer['path']} ({answer['bytes']:,} bytes, sha256 {answer['sha256'][:16]}…)"
+            if "offset" not in answer
+            else f"part of {answer['path']} ({len(data):,} bytes)"
         )
+        click.echo(f"wrote {what} to {output}", err=True)
     elif "content" in answer:
         click.echo(answer["content"], nl=False)
     else:
         raise click.UsageError(
             f"{answer['path']} is binary ({answer['media_type']}); write it with -o FILE"
         )
+    if "next_offset" in answer:
+        click.echo(f"cut: the rest follows with --offset {answer['next_offset']}", err=True)
 
 
 VIEWS: Mapping[str, Callable[[dict[str, Any]], None]] = {

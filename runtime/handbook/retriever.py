@@ -1,9 +1,10 @@
 """The retriever seam: what ranks a query over a verified bundle's passages.
 
 A passage is a doc's own entry (title, keywords, summary, overview) or one of its ``##``
-sections. Handlers never read search arrays themselves: they ask a `Retriever` for
-scored passages and for where each passage lives, so another ranking (a semantic one,
-an external engine with the same fields and boosts) can stand behind the same tools.
+sections, or the same of a markdown file attached to a doc. Handlers never read search
+arrays themselves: they ask a `Retriever` for scored passages and for where each passage
+lives, so another ranking (a semantic one, an external engine with the same fields and
+boosts) can stand behind the same tools.
 `LexicalRetriever`, lunr-compatible and answering from ``search.bin`` in place, is the
 default.
 """
@@ -15,14 +16,17 @@ from typing import NamedTuple, Protocol
 
 from .bundle import Bundle
 from .errors import BundleError
-from .layout import SEARCH, content_path
+from .layout import SEARCH, content_path, resource_path
 from .query import Clause
 from .search import Hit, SearchIndex
+from .search_format import RESOURCE
 
 
 class Passage(NamedTuple):
-    """Where a ranked entry lives: its doc (catalog position, id, title, content file) and
-    its section ("" title and anchor for the doc's own entry), as a UTF-8 byte range."""
+    """Where a ranked entry lives: its doc (catalog position, id, title), the bundle file
+    that holds its text (the doc's content, or a file attached to the doc, whose path in
+    the doc's folder is `resource`) and its section ("" title and anchor for the text
+    before the first section), as a UTF-8 byte range in that file."""
 
     doc: int
     doc_id: str
@@ -32,6 +36,7 @@ class Passage(NamedTuple):
     start: int
     end: int
     content: str
+    resource: str = ""
 
 
 class Retriever(Protocol):
@@ -76,6 +81,10 @@ class LexicalRetriever:
         self._doc_title = index.strings("doc_title")
         self._title = index.strings("entry_title")
         self._anchor = index.strings("entry_anchor")
+        if index.attached:
+            self._resource_title = index.strings(f"{RESOURCE}entry_title")
+            self._resource_anchor = index.strings(f"{RESOURCE}entry_anchor")
+            self._resource_path = index.strings(f"{RESOURCE}path")
 
     def rank(
         self,
@@ -91,16 +100,30 @@ class LexicalRetriever:
 
     def passage(self, entry: int) -> Passage:
         index = self.index
-        doc = index.entry_doc[entry]
+        doc = index.doc_of(entry)
+        local = entry - len(index.entry_doc)
+        if local < 0:
+            return Passage(
+                doc,
+                self._doc_id[doc],
+                self._doc_title[doc],
+                self._title[entry],
+                self._anchor[entry],
+                index.entry_start[entry],
+                index.entry_end[entry],
+                content_path(index.content_sha(doc)),
+            )
+        file = index.resource_entry_file[local]
         return Passage(
             doc,
             self._doc_id[doc],
             self._doc_title[doc],
-            self._title[entry],
-            self._anchor[entry],
-            index.entry_start[entry],
-            index.entry_end[entry],
-            content_path(index.content_sha(doc)),
+            self._resource_title[local],
+            self._resource_anchor[local],
+            index.resource_entry_start[local],
+            index.resource_entry_end[local],
+            resource_path(index.resource_sha(file)),
+            self._resource_path[file],
         )
 
     def indexed_docs(self) -> frozenset[int]:

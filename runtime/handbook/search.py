@@ -6,7 +6,10 @@ holds the same terms and scores as flat little-endian arrays, used here in place
 (memoryview casts), so opening it costs one read and one hash.
 
 Scoring is lunr's: each field's query vector holds the boost of every expanded term,
-an entry's score is the sum over fields of (query · field vector) / |query|.
+an entry's score is the sum over fields of (query · field vector) / |query|. The
+postings come in groups (the docs' entries, and those of attached markdown files when
+the bundle has any); an entry's postings are all in one group, so its score sums the
+same terms in the same order as lunr's.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ import re
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence, Sized
 from typing import NamedTuple
 
 from .errors import FormatError
 from .fuzzy import fuzzy
 from .layout import SEARCH
 from .query import Clause
-from .search_format import MAGIC, VERSION
+from .search_format import MAGIC, RESOURCE, VERSION
 
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
@@ -63,6 +66,26 @@ class Strings:
         target = value.encode("utf-8")
         i = bisect.bisect_left(range(len(self)), target, key=self.raw)
         return i if i < len(self) and self.raw(i) == target else None
+
+
+class Postings(NamedTuple):
+    """One group of postings (`handbook.search_format`): per row and field, where the row's
+    postings start; a row per term, or per term listed in `rows`."""
+
+    rows: memoryview | None
+    offsets: memoryview
+    entries: memoryview
+    scores: memoryview
+
+    def span(self, term: int, field: int, fields: int) -> tuple[int, int]:
+        """Where the postings of `term` in `field` are ((0, 0) for none)."""
+        row = term
+        if self.rows is not None:
+            row = bisect.bisect_left(self.rows, term)
+            if row == len(self.rows) or self.rows[row] != term:
+                return 0, 0
+        i = row * fields + field
+        return self.offsets[i], self.offsets[i + 1]
 
 
 class Hit(NamedTuple):
@@ -112,11 +135,6 @@ class SearchIndex:
             raise TypeError("fields must be names")
         self.term_table = self.strings("terms")
         a = self._arrays
-        self.postings, self.post_entry, self.post_score = (
-            a["postings"],
-            a["post_entry"],
-            a["post_score"],
-        )
         self.term_lunr_index = a["term_lunr_index"]
         self.entry_doc, self.entry_start, self.entry_end = (
             a["entry_doc"],
@@ -127,10 +145,48 @@ class SearchIndex:
         self._terms: list[str] | None = None
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
-        if len(self.postings) != len(self.term_table) * len(self.fields) + 1 or len(
-            self.post_entry
-        ) != len(self.post_score):
+        self.groups = [self._group("", len(self.term_table))]
+        self.attached = f"{RESOURCE}post_entry" in a
+        """Whether attached markdown files have entries (numbered after the docs')."""
+        if self.attached:
+            self._load_attached()
+
+    def _load_attached(self) -> None:
+        """The attached markdown files' arrays, each checked against the others."""
+        a = self._arrays
+        self.groups.append(self._group(RESOURCE, len(a[f"{RESOURCE}terms"])))
+        self.resource_doc, self.resource_content = a[f"{RESOURCE}doc"], a[f"{RESOURCE}content"]
+        self.resource_entry_file = a[f"{RESOURCE}entry_file"]
+        self.resource_entry_start = a[f"{RESOURCE}entry_start"]
+        self.resource_entry_end = a[f"{RESOURCE}entry_end"]
+        per_entry: list[Sized] = [
+            self.resource_entry_file,
+            self.resource_entry_start,
+            self.resource_entry_end,
+            self.strings(f"{RESOURCE}entry_title"),
+            self.strings(f"{RESOURCE}entry_anchor"),
+        ]
+        files = len(self.resource_doc)
+        if (
+            len({len(x) for x in per_entry}) != 1
+            or len(self.strings(f"{RESOURCE}path")) != files
+            or len(self.resource_content) != 32 * files
+        ):
+            raise ValueError("the attached files' arrays do not agree")
+
+    def _group(self, prefix: str, rows: int) -> Postings:
+        a = self._arrays
+        group = Postings(
+            a[f"{prefix}terms"] if prefix else None,
+            a[f"{prefix}postings"],
+            a[f"{prefix}post_entry"],
+            a[f"{prefix}post_score"],
+        )
+        if len(group.offsets) != rows * len(self.fields) + 1 or len(group.entries) != len(
+            group.scores
+        ):
             raise ValueError("array sizes do not agree")
+        return group
 
     def strings(self, name: str) -> Strings:
         return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
@@ -150,10 +206,21 @@ class SearchIndex:
 
     @property
     def entries(self) -> int:
-        return len(self.entry_doc)
+        return len(self.entry_doc) + (len(self.resource_entry_file) if self.attached else 0)
+
+    def doc_of(self, entry: int) -> int:
+        """The doc (catalog position) an entry belongs to, whether in its content or in
+        one of its attached files."""
+        docs = len(self.entry_doc)
+        if entry < docs:
+            return self.entry_doc[entry]
+        return self.resource_doc[self.resource_entry_file[entry - docs]]
 
     def content_sha(self, doc: int) -> str:
         return bytes(self.doc_content[doc * 32 : doc * 32 + 32]).hex()
+
+    def resource_sha(self, file: int) -> str:
+        return bytes(self.resource_content[file * 32 : file * 32 + 32]).hex()
 
     # -- term expansion ------------------------------------------------------------------
 
@@ -183,7 +250,8 @@ class SearchIndex:
         if found is None:
             return 0
         nfields = len(self.fields)
-        return self.postings[(found + 1) * nfields] - self.postings[found * nfields]
+        spans = (g.span(found, f, nfields) for g in self.groups for f in range(nfields))
+        return sum(hi - lo for lo, hi in spans)
 
     # -- scoring --------------------------------------------------------------------------
 
@@ -218,7 +286,6 @@ class SearchIndex:
                     query[f][term] = query[f].get(term, 0.0) + clause.boost
                     encounter[(term, f)] = None
         scores: dict[int, float] = {}
-        postings, post_entry, post_score = self.postings, self.post_entry, self.post_score
         for f, vector in enumerate(query):
             if not vector:
                 continue
@@ -227,12 +294,13 @@ class SearchIndex:
             for term in sorted(
                 vector, key=self.term_lunr_index.__getitem__
             ):  # lunr's summation order
-                start, stop = postings[term * nfields + f], postings[term * nfields + f + 1]
-                # weight * (score / 1000), computed in C; x * 1.0 and x / 1.0 are exactly x
-                values: Iterable[float] = map(_THOUSAND.__rtruediv__, post_score[start:stop])
-                if vector[term] != 1.0:
-                    values = map(float(vector[term]).__mul__, values)
-                _accumulate(dots, post_entry[start:stop], values)
+                for group in self.groups:
+                    start, stop = group.span(term, f, nfields)
+                    # weight * (score / 1000), computed in C; x * 1.0 and x / 1.0 are exactly x
+                    values: Iterable[float] = map(_THOUSAND.__rtruediv__, group.scores[start:stop])
+                    if vector[term] != 1.0:
+                        values = map(float(vector[term]).__mul__, values)
+                    _accumulate(dots, group.entries[start:stop], values)
             if magnitude != 1.0:
                 dots = dict(
                     zip(dots.keys(), map(magnitude.__rtruediv__, dots.values()), strict=True)
@@ -256,8 +324,7 @@ class SearchIndex:
         only entries of those docs (catalog positions) count."""
         scores, words, encounter = self._score(clauses)
         if docs is not None:
-            entry_doc = self.entry_doc
-            scores = {e: v for e, v in scores.items() if entry_doc[e] in docs}
+            scores = {e: v for e, v in scores.items() if self.doc_of(e) in docs}
         if limit is None or limit >= len(scores):
             chosen = list(scores)
         else:
@@ -280,13 +347,14 @@ class SearchIndex:
         for i, (term, f) in enumerate(encounter):
             if not left:
                 break
-            start, stop = self.postings[term * nfields + f], self.postings[term * nfields + f + 1]
-            members = self.post_entry[start:stop]
-            for entry in list(left):
-                j = bisect.bisect_left(members, entry)
-                if j < len(members) and members[j] == entry:
-                    order[entry] = (i, entry)
-                    left.discard(entry)
+            for group in self.groups:
+                start, stop = group.span(term, f, nfields)
+                members = group.entries[start:stop]
+                for entry in list(left):
+                    j = bisect.bisect_left(members, entry)
+                    if j < len(members) and members[j] == entry:
+                        order[entry] = (i, entry)
+                        left.discard(entry)
         return order
 
     def _entries_with(self, terms: list[int], fields: list[int]) -> set[int]:
@@ -294,11 +362,9 @@ class SearchIndex:
         out: set[int] = set()
         for term in terms:
             for f in fields:
-                start, stop = (
-                    self.postings[term * nfields + f],
-                    self.postings[term * nfields + f + 1],
-                )
-                out.update(self.post_entry[start:stop])
+                for group in self.groups:
+                    start, stop = group.span(term, f, nfields)
+                    out.update(group.entries[start:stop])
         return out
 
 

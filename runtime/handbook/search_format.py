@@ -29,6 +29,27 @@ The header names each array with its byte offset, item count and type (``I`` uin
 A string table ``NAME`` is two arrays: ``NAME`` (the UTF-8 strings concatenated) and
 ``NAME_offsets`` (uint32, where each starts, plus one final offset).
 
+The entries of attached markdown files come after every doc's (entry numbers go on
+from ``len(entry_doc)``) and live only in arrays of their own, named ``resource_``: a
+reader that does not know them never meets one, so it can never take a range in an
+attached file for a range in a doc's content. Their terms are in ``terms`` (with no
+postings of the docs' there), so every reader builds the same query vectors as lunr.
+
+========================  ================================================================
+``resource_terms``        the terms (numbers in ``terms``) that have postings here, sorted
+``resource_postings``     per listed term and field: offset of its first posting (+1 final)
+``resource_post_entry``   the entry of each posting (numbered after the docs' entries)
+``resource_post_score``   as ``post_score``
+``resource_entry_file``   the attached file of each entry (its number in these arrays)
+``resource_entry_start``  the entry's UTF-8 byte range in its file
+``/_end``
+``resource_entry_title``  section titles ("" for the text before the first section)
+``resource_entry_anchor`` section anchors (string tables)
+``resource_doc``          per file, its doc's position in catalog.json
+``resource_path``         per file, its path in the doc's folder (string table)
+``resource_content``      per file, the 32-byte sha256 naming its bundle file
+========================  ================================================================
+
 `handbook.search` reads it in place.
 """
 
@@ -38,11 +59,15 @@ import json
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .query import FIELDS
 
 MAGIC = b"HBSEARCH"
 VERSION = 1
+RESOURCE = "resource_"
+"""The prefix of the arrays that hold attached markdown files' entries."""
 
 
 def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
@@ -54,49 +79,86 @@ def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     return b"".join(encoded), offsets
 
 
+@dataclass
+class Passages:
+    """Per entry of one group, in index order: its owner (a doc's catalog position, or an
+    attached file's number), its UTF-8 byte range in the owner's text, and its section's
+    title and anchor ("" for the text before the first section)."""
+
+    owner: list[int] = field(default_factory=list)
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+    title: list[str] = field(default_factory=list)
+    anchor: list[str] = field(default_factory=list)
+
+    def add(self, owner: int, start: int, end: int, title: str, anchor: str) -> None:
+        self.owner.append(owner)
+        self.ranges.append((start, end))
+        self.title.append(title)
+        self.anchor.append(anchor)
+
+
+class Postings(NamedTuple):
+    """One group's postings: for each row and field, the offset of its first posting (one
+    final offset ends the last), and per posting its entry and score x 1000. The docs'
+    rows are all the terms; the attached files' rows are the terms listed in `rows`."""
+
+    rows: array[int] | None
+    offsets: array[int]
+    entries: array[int]
+    scores: array[int]
+
+
+class SearchArrays(NamedTuple):
+    """What the index gives the search file: terms sorted by code point, each term's
+    ``_index`` in index.json, and the postings of the docs' and the attached files' entries."""
+
+    terms: Sequence[str]
+    lunr_index: array[int]
+    docs: Postings
+    attached: Postings
+
+
+class Attached(NamedTuple):
+    """The attached markdown files: their entries, and per file its doc (catalog
+    position), its path in the doc's folder and the sha256 naming its bundle file."""
+
+    passages: Passages
+    doc: Sequence[int]
+    path: Sequence[str]
+    content: Sequence[bytes]
+
+
 def write(
+    index: SearchArrays,
+    docs: Passages,
     *,
-    terms: Sequence[str],
-    lunr_index: array[int],
-    offsets: array[int],
-    post_entry: array[int],
-    post_score: array[int],
-    entry_doc: Sequence[int],
-    entry_range: Sequence[tuple[int, int]],
-    entry_title: Sequence[str],
-    entry_anchor: Sequence[str],
     doc_id: Sequence[str],
     doc_title: Sequence[str],
     doc_content: Sequence[bytes],
+    attached: Attached | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
-    arrays in place, never copied into one buffer). `terms` sorted by code point;
-    `offsets[t * fields + f]` is where term t's postings in field f start."""
+    arrays in place, never copied into one buffer). The ``resource_`` arrays are written
+    only when there are attached files to search, so other bundles read as before."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
-    if not post_score or max(post_score) <= 0xFFFF:
-        post_score = array("H", post_score)
     for name, strings in (
-        ("terms", terms),
-        ("entry_title", entry_title),
-        ("entry_anchor", entry_anchor),
+        ("terms", index.terms),
+        ("entry_title", docs.title),
+        ("entry_anchor", docs.anchor),
         ("doc_id", doc_id),
         ("doc_title", doc_title),
     ):
-        blob, starts = _strings(strings)
-        arrays[name] = ("B", blob)
-        arrays[f"{name}_offsets"] = ("I", starts)
-    arrays.update(
-        {
-            "term_lunr_index": ("I", lunr_index),
-            "postings": ("I", offsets),
-            "post_entry": ("I", post_entry),
-            "post_score": (post_score.typecode, post_score),
-            "entry_doc": ("I", array("I", entry_doc)),
-            "entry_start": ("I", array("I", [a for a, _ in entry_range])),
-            "entry_end": ("I", array("I", [b for _, b in entry_range])),
-            "doc_content": ("B", b"".join(doc_content)),
-        }
-    )
+        _strings_into(arrays, name, strings)
+    arrays["term_lunr_index"] = ("I", index.lunr_index)
+    _group(arrays, "", index.docs, docs)
+    arrays["doc_content"] = ("B", b"".join(doc_content))
+    if attached is not None:
+        _group(arrays, RESOURCE, index.attached, attached.passages)
+        _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
+        _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
+        arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
+        _strings_into(arrays, f"{RESOURCE}path", attached.path)
+        arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
     layout, position = {}, 0
     for name, (typecode, data) in arrays.items():
         size = len(data) * (data.itemsize if isinstance(data, array) else 1)
@@ -117,3 +179,32 @@ def write(
             piece = data
         yield piece
         yield b"\0" * (-len(piece) % 8)
+
+
+def _group(
+    arrays: dict[str, tuple[str, bytes | array[int]]],
+    prefix: str,
+    postings: Postings,
+    passages: Passages,
+) -> None:
+    """One group's postings and entry places, named with `prefix` ("" for the docs')."""
+    scores = postings.scores
+    if not scores or max(scores) <= 0xFFFF:
+        scores = array("H", scores)
+    if postings.rows is not None:
+        arrays[f"{prefix}terms"] = ("I", postings.rows)
+    arrays[f"{prefix}postings"] = ("I", postings.offsets)
+    arrays[f"{prefix}post_entry"] = ("I", postings.entries)
+    arrays[f"{prefix}post_score"] = (scores.typecode, scores)
+    owner = f"{prefix}entry_file" if prefix else "entry_doc"
+    arrays[owner] = ("I", array("I", passages.owner))
+    arrays[f"{prefix}entry_start"] = ("I", array("I", [a for a, _ in passages.ranges]))
+    arrays[f"{prefix}entry_end"] = ("I", array("I", [b for _, b in passages.ranges]))
+
+
+def _strings_into(
+    arrays: dict[str, tuple[str, bytes | array[int]]], name: str, strings: Iterable[str]
+) -> None:
+    blob, starts = _strings(strings)
+    arrays[name] = ("B", blob)
+    arrays[f"{name}_offsets"] = ("I", starts)

@@ -2,7 +2,8 @@
 
 Queries use lunr's syntax (`handbook.query`); the ranking is the retriever's
 (`handbook.retriever`). A hit names its doc and section, so the agent can read exactly
-that part with `get(id, section)`.
+that part with `get(id, section)`; a hit in a markdown file attached to the doc also
+names the file, read with `resource(id, path, section)`.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
         "score": round(hit.score, 4),
         "excerpt": excerpt(snap, hit),
     }
+    if passage.resource:
+        rendered["resource"] = passage.resource
     if (pedigree := snap.pedigree(snap.docs[passage.doc])) is not None:
         rendered["pedigree"] = pedigree
     return rendered

@@ -87,4 +87,11 @@ class Served(Protocol):
         retriever: str | None = None,
     ) -> AskAnswer: ...
 
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer: ...
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer: ...

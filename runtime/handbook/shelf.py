@@ -163,18 +163,27 @@ class Shelf(SnapshotTools):
                     )
         except QueryError as exc:
             return {"count": 0, "hits": [], "error": exc.to_dict()}
-        hits.sort(key=lambda h: (-h["score"], h["ref"], h.get("anchor") or ""))
+        hits.sort(
+            key=lambda h: (-h["score"], h["ref"], h.get("resource", ""), h.get("anchor") or "")
+        )
         page = hits[start : start + checked]
         return bounded_hits(page, total, start, fitted.note, self.max_response_chars)
 
     @never_raise
-    def resource(self, doc_id: str, path: str, revision: str | None = None) -> ResourceAnswer:
+    def resource(
+        self,
+        doc_id: str,
+        path: str,
+        revision: str | None = None,
+        section: str | None = None,
+        offset: int | None = None,
+    ) -> ResourceAnswer:
         found = resolve(self.snapshots(), doc_id)
         if found.found is None:
             unresolved = _unresolved(found.reason, found.detail, found.choices)
             return {"found": False, "error": unresolved["error"]}
         snap, doc = found.found
-        return get_resource(snap, self.max_response_chars, doc.id, path, revision)
+        return get_resource(snap, self.max_response_chars, doc.id, path, revision, section, offset)
 
 
 def _applicable(

@@ -227,23 +227,33 @@ class Snapshot:
 
     # -- passages --------------------------------------------------------------------------------
 
-    def passage_terms(self, doc_id: str, anchor: str | None) -> frozenset[str]:
-        """The stemmed words of one section (or of a doc's overview when `anchor` is
-        empty), as `ask` compares them with a question."""
+    def passage_terms(
+        self, doc_id: str, anchor: str | None, resource: str | None = None
+    ) -> frozenset[str]:
+        """The stemmed words of one section (or of the text before the first section when
+        `anchor` is empty) of a doc, or of the markdown file attached to it at path
+        `resource`, as `ask` compares them with a question: what its entry indexes."""
         doc = self.doc(doc_id)
         if doc is None:
             return frozenset()
-        content = self.read(doc)
-        section = next((s for s in doc.sections if s.anchor == anchor), None) if anchor else None
-        if section is not None:  # what the section's entry indexes: its text, and the doc's title
-            text = (
-                doc.title + "\n" + content[section.start : section.end].decode("utf-8", "replace")
-            )
-        else:  # the doc's own entry: title, keywords, aliases, summary and overview
-            overview = content[: doc.sections[0].start] if doc.sections else content
-            parts = [doc.title, *doc.keywords, *doc.aliases, doc.summary]
-            text = "\n".join([*parts, overview.decode("utf-8", "replace")])
-        return frozenset(stem(w.lower()) for w in WORD.findall(text))
+        names = [doc.title]  # what a section's entry holds besides its text
+        if resource:
+            attached = next((r for r in doc.resources if r.path == resource), None)
+            if attached is None:
+                return frozenset()
+            content, sections = self.bundle.read(attached.file), attached.sections
+            names.append(attached.path)
+        else:
+            content, sections = self.read(doc), doc.sections
+        section = next((s for s in sections if s.anchor == anchor), None) if anchor else None
+        if section is not None:
+            text = content[section.start : section.end]
+        else:  # the entry of the text before the first section
+            text = content[: sections[0].start] if sections else content
+            if not resource:
+                names += [*doc.keywords, *doc.aliases, doc.summary]
+        words = "\n".join([*names, text.decode("utf-8", "replace")])
+        return frozenset(stem(w.lower()) for w in WORD.findall(words))
 
 
 PEDIGREE_FILTERS = ("reviewed", "suspect", "include_retired")
@@ -282,19 +292,20 @@ def _scalar(value: Any) -> str:
     return str(value).lower() if not isinstance(value, bool) else ("true" if value else "false")
 
 
-def find_section(doc: DocEntry, wanted: str) -> SectionEntry | None:
-    """By title or anchor, in any case; "## Title" as written in markdown works too;
-    else the one section whose title or anchor starts with `wanted` (a rule code names
-    its section without the rest of the heading)."""
+def find_section(sections: Sequence[SectionEntry], wanted: str) -> SectionEntry | None:
+    """Of a doc's (or an attached markdown file's) sections: by title or anchor, in any
+    case; "## Title" as written in markdown works too; else the one section whose title
+    or anchor starts with `wanted` (a rule code names its section without the rest of
+    the heading)."""
     key = wanted.strip().lower()
     for candidate in (key, key.lstrip("#").strip()):
-        for section in doc.sections:
+        for section in sections:
             if candidate in (section.title.lower(), section.anchor.lower()):
                 return section
     key = key.lstrip("#").strip()
     starting = [
         s
-        for s in doc.sections
+        for s in sections
         if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))
     ]
     return starting[0] if len(starting) == 1 else None

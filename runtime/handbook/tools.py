@@ -251,6 +251,9 @@ TOOLS: tuple[Tool, ...] = (
         lambda c: (
             "Reads a file attached to a folder doc (listed under `resources` by knowledge_get) by "
             "its path in the doc's folder: `content` when it is text, `content_base64` otherwise. "
+            "An attached markdown file lists its `sections`: pass `section` (a title or anchor, "
+            "as a knowledge_search hit names it with the file's path under `resource`) to read "
+            "just that part, or offset=0 and then next_offset to read any text file in parts. "
             "Nothing is ever run."
         ),
         (
@@ -263,6 +266,20 @@ TOOLS: tuple[Tool, ...] = (
                 positional=True,
             ),
             REVISION,
+            Param(
+                "section",
+                {"type": "string"},
+                "A section of an attached markdown file, by title or anchor; null for the "
+                "whole file.",
+                flags=("--section", "-s"),
+            ),
+            Param(
+                "offset",
+                {"type": "integer", "minimum": 0},
+                "Read the text in parts from here (0 to start, then next_offset); null for "
+                "the whole file in one answer.",
+                from_text=integer,
+            ),
         ),
         out.RESOURCE,
         answers.ResourceAnswer,

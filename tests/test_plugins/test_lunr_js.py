@@ -25,13 +25,15 @@ from typing import Any
 import lunr
 import pytest
 
+from handbook.bundle import Bundle
 from handbook_build.config import load_config
-from handbook_build.emit import index_entries
+from handbook_build.emit import attached_entries, doc_key, index_entries
 from handbook_build.lunr_index import FIELDS, Entry
 from handbook_build.pipeline import build, check
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
+SKILLS = ROOT / "examples" / "skills" / "mkdocs.yml"
 LUNR_ENV = "HANDBOOK_LUNR_JS"
 
 EXAMPLE_QUERIES = [
@@ -48,6 +50,9 @@ EXAMPLE_QUERIES = [
     "registers",
     "modb*",
 ]
+SKILLS_QUERIES = ["illegal address", "registers", "scan", "exception code", "collector"]
+"""The skills example attaches references/notes.md: its entry (`…/references/notes.md#`)
+is in the index beside the docs'."""
 UNICODE_QUERIES = [
     "🚀",
     "go🚀live",
@@ -130,7 +135,7 @@ def _build(name: str, config_path: Path, tmp: Path) -> Library:
     in the same order (docs by path, as the build adds them), with lunr.py."""
     config = load_config(config_path)
     bundle = build(config, tmp / f"{name}-bundle", None).bundle
-    entries = list(index_entries(check(config).docs))
+    entries = [*index_entries(check(config).docs), *_attached(bundle)]
     documents = [
         {"ref": e.ref, **{field: text for (field, _), text in zip(FIELDS, e.fields, strict=True)}}
         for e in entries
@@ -145,12 +150,27 @@ def _build(name: str, config_path: Path, tmp: Path) -> Library:
     return Library(name, bundle.path / "index.json", entries, reference, reference_path)
 
 
+def _attached(bundle: Bundle) -> list[Entry]:
+    """The entries of the attached markdown files, in the build's order: docs by path,
+    each doc's files by path."""
+    return [
+        entry
+        for doc in sorted(bundle.catalog.docs, key=lambda d: d.source)
+        for file in doc.resources
+        if file.media_type == "text/markdown"
+        for entry in attached_entries(
+            doc_key(doc.id, doc.meta), doc.title, file, bundle.read(file.file).decode()
+        )
+    ]
+
+
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Library]:
     tmp = tmp_path_factory.mktemp("lunr")
     return {
         "plant-floor": _build("plant-floor", EXAMPLE, tmp),
         "unicode": _build("unicode", _write_unicode_library(tmp / "unicode"), tmp),
+        "skills": _build("skills", SKILLS, tmp),
     }
 
 
@@ -212,7 +232,7 @@ def lunr_js(
     node, folder = _find_lunr_js()
     tmp = tmp_path_factory.mktemp("node")
     (tmp / "run.js").write_text(NODE_SCRIPT, encoding="utf-8")
-    queries = {"plant-floor": EXAMPLE_QUERIES, "unicode": UNICODE_QUERIES}
+    queries = {"plant-floor": EXAMPLE_QUERIES, "unicode": UNICODE_QUERIES, "skills": SKILLS_QUERIES}
     indexes: dict[str, str] = {}
     for name, library in libraries.items():
         indexes[f"{name}/ours"] = str(library.index_path)
@@ -279,13 +299,20 @@ def test_lunr_js_finds_non_bmp_and_cjk_terms(lunr_js: dict[str, Any]) -> None:
         )
 
 
+def test_lunr_js_finds_a_phrase_of_an_attached_file(lunr_js: dict[str, Any]) -> None:
+    """The attached file's entry, by its ref `<doc id>/<path>#` (no section: notes.md has
+    none), is what lunr.js ranks first for words only that file holds."""
+    results = lunr_js["indexes"]["skills/ours"]["results"]
+    assert results["illegal address"][0][0] == "skill.modbus-scan/references/notes.md#"
+
+
 def _overlap(a: list[str], b: list[str]) -> float:
     if not a and not b:
         return 1.0
     return len(set(a) & set(b)) / max(len(a), len(b))
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
 def test_lunr_js_ranks_like_lunr_py(
     name: str, libraries: dict[str, Library], lunr_js: dict[str, Any], record_property: Any
 ) -> None:
@@ -326,7 +353,7 @@ def _as_dicts(index: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
 def test_index_json_is_lunr_py_serialization_up_to_term_order(
     name: str, libraries: dict[str, Library]
 ) -> None:
@@ -346,7 +373,7 @@ def test_index_json_is_lunr_py_serialization_up_to_term_order(
     assert len(ours["fieldVectors"]) == len(reference["fieldVectors"])
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
 def test_terms_are_in_utf16_code_unit_order(name: str, libraries: dict[str, Library]) -> None:
     """lunr.js inserts terms into its token set in file order and needs them ascending
     by JavaScript string comparison, i.e. by UTF-16 code units."""
