@@ -90,6 +90,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
     def __init__(self) -> None:
         self.settings: Config | None = None
         self.bundle: Bundle | None = None
+        self.pedigrees: dict[str, dict[str, Any]] = {}
         self.docs: dict[str, DocEntry] = {}
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
@@ -132,6 +133,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
             raise PluginError(f"handbook: {exc}") from None
         _log_findings(built.findings)
         self.bundle = built.bundle
+        self.pedigrees = pages.pedigrees(built.bundle)
         catalog = built.bundle.catalog
         self.docs = pages.by_source(catalog.docs)
         signed = built.bundle.manifest.signed
@@ -178,7 +180,12 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         doc = self.docs.get(page.file.src_uri)
         if doc is None or self.bundle is None:
             return markdown
-        card = pages.header_card(doc, self.bundle.catalog.library, pages.raw_url(doc, page.url))
+        card = pages.header_card(
+            doc,
+            self.bundle.catalog.library,
+            pages.raw_url(doc, page.url),
+            self.pedigrees.get(doc.source),
+        )
         return pages.insert_card(markdown, card)
 
     def on_post_build(self, *, config: MkDocsConfig) -> None:

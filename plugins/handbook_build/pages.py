@@ -14,6 +14,7 @@ write markdown, with its raw HTML, in the body; their frontmatter is text.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,10 +24,17 @@ from urllib.parse import quote
 
 import yaml
 
+from handbook.bundle import Bundle
 from handbook.catalog import DocEntry, LibraryInfo
+from handbook.layout import REVIEWS
+from handbook.manifest import utc_seconds
+from handbook.pedigree import ledger_of
 
 CSS_PATH = "assets/handbook/handbook.css"
 CATALOG_PAGE = "catalog.md"
+PEDIGREE_STATES = frozenset(
+    {"reviewed", "unreviewed", "stale", "under_approved", "suspect", "contested", "retired"}
+)
 BADGE_TEXT = {"verified": "verified", "field_tested": "field tested", "unverified": "unverified"}
 
 CSS = """\
@@ -64,6 +72,12 @@ CSS = """\
 .md-typeset .hb-facts dt { color: var(--md-default-fg-color--light); font-weight: normal; margin: 0; }
 .md-typeset .hb-facts dd { margin: 0; }
 .md-typeset .hb-summary { margin: 0.4rem 0 0; }
+.md-typeset .hb-pedigree { margin: 0.4rem 0 0; font-size: 0.7rem; padding-left: 0.5rem;
+  border-left: 0.2rem solid #2e7d32; }
+.md-typeset .hb-pedigree--unreviewed, .md-typeset .hb-pedigree--stale,
+.md-typeset .hb-pedigree--under_approved { border-left-color: #b26a00; }
+.md-typeset .hb-pedigree--suspect, .md-typeset .hb-pedigree--contested,
+.md-typeset .hb-pedigree--retired { border-left-color: #c62828; }
 .md-typeset .hb-keywords { margin: 0.3rem 0 0; color: var(--md-default-fg-color--light); }
 .md-typeset .hb-keywords span { margin-right: 0.3rem; }
 .md-typeset .hb-links { margin: 0.3rem 0 0; font-size: 0.65rem; }
@@ -84,8 +98,39 @@ def badge(state: str) -> str:
     )
 
 
-def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
-    """The card a doc page opens with. `raw_url` is the page's link to its markdown."""
+def pedigrees(bundle: Bundle) -> dict[str, dict[str, Any]]:
+    """Each doc's pedigree (by source path) as of the build, for its card; {} for a library
+    without reviewers. Agents get theirs derived at the time they ask."""
+    if REVIEWS not in bundle.manifest.signed.files:
+        return {}
+    ledger = ledger_of(json.loads(bundle.read(REVIEWS)))
+    now = utc_seconds(bundle.manifest.signed.built_at) or 0
+    return {doc.source: ledger.pedigree(doc, now) for doc in bundle.catalog.docs}
+
+
+def pedigree_line(pedigree: dict[str, Any]) -> str:
+    """The card's line on who vouched for the doc, escaped like every value."""
+    state = str(pedigree.get("state", ""))
+    facts = [state.replace("_", " "), f"confidence {pedigree.get('confidence', '')}"]
+    if "approvals_required" in pedigree:
+        facts.append(f"{pedigree.get('approvals')} of {pedigree['approvals_required']} approvals")
+    last = pedigree.get("last_reviewed")
+    if isinstance(last, dict):
+        facts.append(f"last reviewed {str(last.get('at', ''))[:10]} by {last.get('by')}")
+    if "verify_first" in pedigree:
+        facts.append(f"verify first: {pedigree['verify_first']}")
+    known = state if state in PEDIGREE_STATES else "unreviewed"
+    return (
+        f'<p class="hb-pedigree hb-pedigree--{known}" data-search-exclude>'
+        f"{escape(' · '.join(facts))} <small>(as of the build)</small></p>"
+    )
+
+
+def header_card(
+    doc: DocEntry, library: LibraryInfo, raw_url: str, pedigree: dict[str, Any] | None = None
+) -> str:
+    """The card a doc page opens with. `raw_url` is the page's link to its markdown;
+    `pedigree` the doc's as of the build, for a library with reviewers."""
     facts = [(name, doc.meta.get(name)) for name in ("version", "effective_date")]
     facts += [
         (name, doc.meta.get(name))
@@ -111,6 +156,7 @@ def header_card(doc: DocEntry, library: LibraryInfo, raw_url: str) -> str:
         badge(doc.verified),
         "</p>",
         f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
+        pedigree_line(pedigree) if pedigree else "",
         f'<p class="hb-summary">{escape(doc.summary)}</p>',
         f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>'
         if words

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .answers import (
     Answer,
     AskAnswer,
+    BriefAnswer,
     CollectAnswer,
     ErrorInfo,
     GetAnswer,
@@ -43,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Answer",
     "AskAnswer",
+    "BriefAnswer",
     "BundleError",
     "CollectAnswer",
     "DownloadError",

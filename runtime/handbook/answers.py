@@ -196,6 +196,36 @@ class AskAnswer(Answer, total=False):
     key_terms: list[str]
     missing_terms: list[str]
     note: str
+    caution: str
+    """Set on a grounded answer whose top source is suspect or contested."""
+
+
+class BriefItem(TypedDict, total=False):
+    """One doc's best passage for a task, with how far to trust it (`handbook.briefing`)."""
+
+    id: str
+    title: str
+    section: str | None
+    anchor: str | None
+    excerpt: str
+    resource: str
+    score: float
+    """relevance * confidence * freshness * the ref bonus."""
+    relevance: float
+    confidence: float
+    freshness: float
+    about_ref: bool
+    verify_first: str
+    pedigree: Pedigree
+    ref: str
+    library: str
+
+
+class BriefAnswer(Answer, total=False):
+    count: int
+    items: list[BriefItem]
+    returned: int
+    note: str
 
 
 class ResourceAnswer(Answer, total=False):

@@ -44,6 +44,10 @@ Passage = tuple[float, str, Snapshot, SearchHit]
 """(score, ref, library, hit)"""
 
 
+CAUTION_STATES = ("suspect", "contested")
+"""Pedigree states that make a grounded answer say so: its quote may no longer be true."""
+
+
 def key_words(text: str) -> list[str]:
     """The question's words that carry meaning: lowercased, stop words dropped."""
     words = [w.lower() for w in _WORDS.findall(text)]
@@ -103,7 +107,24 @@ def ask(
         limit -= 1  # fewer quoted passages, to stay within the operator's response bound
     if fitted.note:
         out["note"] = fitted.note
+    caution = _caution(out)
+    if caution:
+        out["caution"] = caution
+        out["answer"] = f"Caution: {caution}\n\n{out['answer']}"
     return {**base, **out}
+
+
+def _caution(out: AskAnswer) -> str:
+    """For a grounded answer whose top source is suspect or contested: which and why."""
+    if out.get("evidence_state") != "grounded" or not out.get("sources"):
+        return ""
+    top = out["sources"][0]
+    pedigree = top.get("pedigree") or {}
+    state = pedigree.get("state")
+    if state not in CAUTION_STATES:
+        return ""
+    why = pedigree.get("verify_first") or state
+    return f"the top source, {top['ref']}, is {state} ({why}); verify it before acting on it."
 
 
 def _passages(

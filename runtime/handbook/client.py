@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from .answers import (
     AskAnswer,
+    BriefAnswer,
     CollectAnswer,
     GetAnswer,
     ListAnswer,
@@ -180,6 +181,25 @@ class RemoteLibrary:
                 "correlation_id": correlation_id or uuid.uuid4().hex,
                 "error": error,
             }
+        return answer
+
+    def brief(
+        self,
+        task: str,
+        refs: Sequence[str] | None = None,
+        topics: Sequence[str] | None = None,
+        limit: int = 8,
+        retriever: str | None = None,
+    ) -> BriefAnswer:
+        args = {
+            "task": task,
+            "refs": list(refs) if refs is not None else None,
+            "topics": list(topics) if topics is not None else None,
+            "limit": limit,
+            "retriever": retriever,
+        }
+        answer = cast(BriefAnswer, self.call("knowledge_brief", args))
+        answer.setdefault("items", [])
         return answer
 
     def resource(

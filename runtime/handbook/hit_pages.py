@@ -9,12 +9,15 @@ transport (`offset` is a parameter of the tool). At the default bound, 100 hits 
 
 from __future__ import annotations
 
-from .answers import SearchAnswer, SearchHit
+from typing import TypeVar
+
+from .answers import BriefItem, SearchAnswer, SearchHit
 from .bounds import ENVELOPE_CHARS, fit_items, fit_text, json_len
 
 MIN_EXCERPT_CHARS = 60
 """Below this an excerpt no longer shows the words around a match."""
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
+H = TypeVar("H", SearchHit, BriefItem)
 
 
 def page_of_hits(
@@ -24,7 +27,7 @@ def page_of_hits(
     says how the query was shortened, if it was (`handbook.query_terms`)."""
     envelope = {"count": count, "returned": len(hits), "offset": offset, "next_offset": count}
     room = max_chars - json_len(envelope) - json_len(note) - len(hint) - ENVELOPE_CHARS
-    hits = _shrunk(hits, room)
+    hits = shrink_excerpts(hits, room)
     kept = fit_items(hits, len(hits), room)
     out: SearchAnswer = {"count": count, "hits": kept, "truncated": len(kept) < len(hits)}
     out["returned"] = len(kept)
@@ -51,9 +54,10 @@ def page_of_hits(
     return out
 
 
-def _shrunk(hits: list[SearchHit], room: int) -> list[SearchHit]:
-    """The hits with excerpts cut evenly so that all fit in `room`, if they can while
-    each keeps MIN_EXCERPT_CHARS; otherwise every excerpt at that minimum."""
+def shrink_excerpts(hits: list[H], room: int) -> list[H]:
+    """The hits (search hits, briefing items) with excerpts cut evenly so that all fit in
+    `room`, if they can while each keeps MIN_EXCERPT_CHARS; otherwise every excerpt at
+    that minimum."""
     if json_len(hits) <= room or not hits:
         return hits
     bare = json_len([{**hit, "excerpt": ""} for hit in hits])

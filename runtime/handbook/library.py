@@ -23,8 +23,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import ask as asking
+from . import briefing
 from .answers import (
     AskAnswer,
+    BriefAnswer,
     CollectAnswer,
     GetAnswer,
     ListAnswer,
@@ -33,6 +35,7 @@ from .answers import (
     StatusAnswer,
 )
 from .bounds import DEFAULT_MAX_RESPONSE_CHARS, never_raise
+from .briefing import DEFAULT_BRIEF_LIMIT
 from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
 from .collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect
@@ -98,6 +101,21 @@ class SnapshotTools(ABC):
         snapshots = self.snapshots()
         return asking.ask(
             snapshots, question, limit, correlation_id, self.max_response_chars, retriever
+        )
+
+    @never_raise
+    def brief(
+        self,
+        task: str,
+        refs: Sequence[str] | None = None,
+        topics: Sequence[str] | None = None,
+        limit: int = DEFAULT_BRIEF_LIMIT,
+        retriever: str | None = None,
+    ) -> BriefAnswer:
+        """What to read before `task`, ranked by relevance and trust (see
+        `handbook.briefing`). Never generated text."""
+        return briefing.brief(
+            self.snapshots(), task, refs, topics, limit, self.max_response_chars, retriever
         )
 
 

@@ -199,10 +199,36 @@ ASK = _result(
         "library": _OPT_STRING,
         "version": _OPT_STRING,
         "correlation_id": _STRING,
+        "caution": _STRING,
         **_NOTE,
         **_ENVELOPE,
     },
     ["answer", "evidence_state", "sources", "correlation_id"],
+)
+
+BRIEF = _result(
+    {
+        "count": _INT,
+        "items": _array(
+            _result(
+                {
+                    **HIT["properties"],
+                    "relevance": {"type": "number"},
+                    "confidence": {"type": "number"},
+                    "freshness": {"type": "number"},
+                    "about_ref": _BOOL,
+                    "verify_first": _STRING,
+                    "ref": _STRING,
+                    "library": _STRING,
+                },
+                ["id", "title", "score", "relevance", "confidence", "freshness"],
+            )
+        ),
+        "returned": _INT,
+        **_NOTE,
+        **_ENVELOPE,
+    },
+    ["count", "items"],
 )
 
 RESOURCE = _result(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .answers import (
     AskAnswer,
+    BriefAnswer,
     CollectAnswer,
     GetAnswer,
     ListAnswer,
@@ -86,6 +87,15 @@ class Served(Protocol):
         correlation_id: str | None = None,
         retriever: str | None = None,
     ) -> AskAnswer: ...
+
+    def brief(
+        self,
+        task: str,
+        refs: Sequence[str] | None = None,
+        topics: Sequence[str] | None = None,
+        limit: int = 8,
+        retriever: str | None = None,
+    ) -> BriefAnswer: ...
 
     def resource(
         self,

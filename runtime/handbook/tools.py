@@ -244,6 +244,49 @@ TOOLS: tuple[Tool, ...] = (
         answers.AskAnswer,
     ),
     Tool(
+        "knowledge_brief",
+        "brief",
+        "What to read before a task: one passage per doc, ranked by relevance and trust.",
+        lambda c: f"Brief from {c.title}",
+        lambda c: (
+            f"Assembles a briefing from the {c.title} library for a task you are about to do: "
+            "the best passage of each relevant doc, ranked by relevance * confidence * "
+            "freshness, with a bonus for docs about the refs you name (doc ids, device names, "
+            "models). Each item carries the doc's pedigree and, when the doc is suspect, "
+            "contested, stale or of low confidence, verify_first with the reason: check those "
+            "before acting on them. Retired docs are left out. Nothing is generated; read an "
+            "item whole with knowledge_get(id, section)."
+        ),
+        (
+            Param(
+                "task",
+                {"type": "string", "maxLength": 2000},
+                "What you are about to do, in words.",
+                required=True,
+                positional=True,
+            ),
+            Param(
+                "refs",
+                {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                "Doc ids, device names or model numbers the task is about; matching docs rank "
+                "higher. Null for none.",
+                from_text=words,
+                flags=("--ref",),
+            ),
+            Param(
+                "topics",
+                {"type": "array", "items": {"type": "string"}, "maxItems": 20},
+                "More words to look for beside the task's; null for none.",
+                from_text=words,
+                flags=("--topic",),
+            ),
+            _limit(8, maximum=50),
+            RETRIEVER,
+        ),
+        out.BRIEF,
+        answers.BriefAnswer,
+    ),
+    Tool(
         "knowledge_resource",
         "resource",
         "Show a file attached to a folder doc (a script, a table, an image) as verified bytes.",

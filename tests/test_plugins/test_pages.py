@@ -251,3 +251,26 @@ def test_mkdocs_reads_a_page_source_back_as_it_was_made(meta: dict[str, Any], bo
     for a field."""
     body = body.replace("\r", "")  # MkDocs reads files with universal newlines
     assert get_data(pages.page_source(meta, body)) == (body.lstrip("\n"), meta)
+
+
+def test_card_shows_the_pedigree_as_of_the_build_escaped() -> None:
+    pedigree = {
+        "state": "contested",
+        "confidence": 0.4,
+        "approvals": 1,
+        "approvals_required": 2,
+        "last_reviewed": {"at": "2027-01-01T00:00:00Z", "by": "bob", "verdict": "contradict"},
+        "verify_first": '1 open contradiction(s): <img src=x onerror="alert(1)">',
+    }
+    card = pages.header_card(doc(), LIBRARY, "x.md", pedigree)
+    shown = parsed(card)
+    assert ("p", {"class": "hb-pedigree hb-pedigree--contested", "data-search-exclude": None}) in (
+        shown.tags
+    )
+    assert [tag for tag, _ in shown.tags].count("img") == 0
+    assert (
+        "contested · confidence 0.4 · 1 of 2 approvals · last reviewed 2027-01-01 by bob · "
+        'verify first: 1 open contradiction(s): <img src=x onerror="alert(1)"> '
+    ) in "".join(shown.text)
+    assert ".hb-pedigree--contested" in pages.CSS
+    assert "hb-pedigree" not in pages.header_card(doc(), LIBRARY, "x.md")

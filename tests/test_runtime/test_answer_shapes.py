@@ -63,6 +63,7 @@ CALLS = {
     "knowledge_search": {"query": "registers"},
     "knowledge_collect": {"query": "modbus"},
     "knowledge_ask": {"question": "How do I scan Modbus registers?"},
+    "knowledge_brief": {"task": "scan the Modbus registers of a device", "refs": ["modbus"]},
     "knowledge_resource": {"doc_id": "device.acme.ac300", "path": "registers.csv"},
 }
 

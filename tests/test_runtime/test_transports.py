@@ -44,6 +44,11 @@ CALLS: dict[str, dict[str, Any]] = {
         "revisions": None,  # filled in from the bundle
     },
     "knowledge_ask": {"question": "What byte order does Modbus use?", "correlation_id": "parity"},
+    "knowledge_brief": {
+        "task": "read the word order of the AC200 registers over Modbus",
+        "refs": ["AC-200"],
+        "limit": 4,
+    },
     "knowledge_resource": {
         "doc_id": "skill.modbus-scan",
         "path": "references/register-template.csv",
@@ -194,6 +199,7 @@ def test_every_transport_gives_the_same_answer(
         ("knowledge_get", {"doc_id": AC200, "ids": ["x"]}, "unknown_parameter"),
         ("knowledge_get", {"doc_id": 5}, "bad_arguments"),
         ("knowledge_ask", {}, "bad_arguments"),
+        ("knowledge_brief", {"task": "x", "refs": 5}, "bad_arguments"),
     ],
 )
 def test_refusals_are_the_same_everywhere(
