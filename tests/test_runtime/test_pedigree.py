@@ -163,6 +163,14 @@ def test_a_doc_owners_approval_does_not_count_for_it() -> None:
     assert pedigree_of(approve("alice"), approve("bob"), doc=owned)["approvals"] == 1
 
 
+def test_an_owners_review_alone_does_not_make_a_doc_reviewed() -> None:
+    """HB804: an owner's review "is kept and shown, and never counts"; a doc nobody else
+    reviewed is still unreviewed (and not `reviewed=true` in a listing)."""
+    pedigree = pedigree_of(approve("alice"), doc=entry(owners=["alice"]))
+    assert pedigree["last_reviewed"]["by"] == "alice"
+    assert pedigree["state"] == "unreviewed"
+
+
 def test_reviews_of_an_earlier_revision_do_not_count() -> None:
     pedigree = pedigree_of(approve("alice", revision=R2), doc=entry(revision=R1))
     assert (pedigree["confidence"], pedigree["approvals"], pedigree["reviews"]) == (0.5, 0, 0)
