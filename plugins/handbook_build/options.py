@@ -629,7 +629,7 @@ OPTIONS: tuple[Option, ...] = (
         _check_reviews,
         "Who reviews docs, where their signed reviews are kept, and the review policy.",
         cleandoc("""
-            Turns on pedigree (see the pedigree guide). `reviewers` maps each reviewer's
+            Turns on pedigree (see the [pedigree guide](../guide/pedigree.md)). `reviewers` maps each reviewer's
             name to their public key (`ed25519:…`, from `handbook keygen`); `folder` is
             where `handbook review` and `handbook invalidate` write their signed records,
             one JSON file each, beside the docs (default `reviews`, relative to the

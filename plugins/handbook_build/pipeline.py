@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from handbook.bundle import Bundle
 from handbook.catalog import Catalog
 from handbook.manifest import utc_seconds, utc_time
-from handbook.records import Record
+from handbook.records import Record, Review
 
 from . import rules, skills, snippets
 from .adopt import IdLedger, derive
@@ -108,6 +108,15 @@ def build(
     return BuildResult(findings, bundle)
 
 
+def shipped(result: CheckResult) -> list[Record]:
+    """The verified records that go in the bundle: not the reviews of a doc left out
+    (`unapproved: omit`), whose id and review text must not reach it either."""
+    left_out = {(doc.id, doc.meta.get("lang")) for doc in result.docs if doc.path in result.omitted}
+    return [
+        r for r in result.records if not (isinstance(r, Review) and (r.doc, r.lang) in left_out)
+    ]
+
+
 def _write(
     config: Config,
     writer: BundleWriter,
@@ -127,7 +136,7 @@ def _write(
     if omitting:  # which docs are left out is known only once every doc is read
         index.extend(index_entries(docs))
     built_at = build_time()
-    catalog = emit(docs, config, built_at, writer, index, result.resources, result.records)
+    catalog = emit(docs, config, built_at, writer, index, result.resources, shipped(result))
     if config.semantic:
         _embed(writer, catalog)
     expires = expiry(built_at, config.expires) if config.expires else None

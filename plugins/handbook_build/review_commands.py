@@ -14,7 +14,7 @@ import click
 from handbook.catalog import DocEntry
 from handbook.errors import KeyFormatError
 from handbook.manifest import utc_seconds
-from handbook.records import VERDICTS, Invalidation, Review, sign
+from handbook.records import VERDICTS, Invalidation, Record, RecordError, Review, sign
 from handbook.signing import load_private_key, public_key_of
 
 from . import pipeline
@@ -144,7 +144,7 @@ def review_command(
             shown = ", ".join(s.anchor for s in entry.sections)
             raise click.UsageError(f"{doc_id} has no section {section!r}; its sections: {shown}")
     doc_lang = entry.meta.get("lang")
-    record = sign(
+    record = _signed(
         Review(
             "",
             config.library,
@@ -168,15 +168,31 @@ def review_command(
 @click.command(name="invalidate", cls=BuildCommand)
 @click.argument("uri")
 @key_option
-@at_option
+@click.option(
+    "--at",
+    metavar="TIME",
+    help="When the artifact changed, a UTC time like 2026-12-01T09:30:00Z [default: now].",
+)
+@click.option(
+    "--signed-at",
+    metavar="TIME",
+    help="The time to record as the record's issue time [default: now]; for reproducible "
+    "records, as in examples.",
+)
 @config_option
-def invalidate_command(uri: str, key_file: str | None, at: str | None, config_path: str) -> None:
+def invalidate_command(
+    uri: str, key_file: str | None, at: str | None, signed_at: str | None, config_path: str
+) -> None:
     """Record that the artifact at URI changed (at --at, default now): every doc `about`
     it is suspect until a review issued after that time."""
     config = _config_with_reviews(config_path)
     private, keyid = _reviewer(config, key_file)
-    now = int(time.time())
-    record = sign(Invalidation("", config.library, uri, _time(at), keyid, now), private)
+    changed, issued = _time(at), _time(signed_at)
+    if changed > issued:
+        raise click.BadParameter(
+            "the change cannot be after the record is signed", param_hint="--at"
+        )
+    record = _signed(Invalidation("", config.library, uri, changed, keyid, issued), private)
     about = [
         doc_id
         for doc_id, found in _entries(config).items()
@@ -202,7 +218,11 @@ def invalidate_command(uri: str, key_file: str | None, at: str | None, config_pa
     help="text: a table; json: a list; github: workflow annotations on the docs.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
-@at_option
+@click.option(
+    "--at",
+    metavar="TIME",
+    help="Work the queue out as of this UTC time, like 2026-12-01T09:30:00Z [default: now].",
+)
 @config_option
 def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -> None:
     """List the review queue: contested, suspect, under-approved, stale and unreviewed
@@ -225,7 +245,7 @@ def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -
         click.echo(json.dumps(queue, indent=2, ensure_ascii=False))
     elif fmt == "github":
         for item in queue:
-            why = item.get("verify_first") or item["state"]
+            why = item.get("verify_first") or "no review of its current revision"
             click.echo(
                 f"::warning file={prefix}{item['path']},line=1::{item['id']}: {item['state']}: {why}"
             )
@@ -238,6 +258,14 @@ def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -
     click.echo(
         f"{len(result.docs)} docs: {summary or 'nothing to review'}", err=fmt != "text" or as_json
     )
+
+
+def _signed(record: Record, private: Any) -> Record:
+    """The record signed; refused (nothing written) when the build would refuse it."""
+    try:
+        return sign(record, private)
+    except RecordError as exc:
+        raise click.UsageError(f"the record would be refused by the build: {exc}") from None
 
 
 def _about(entry: DocEntry) -> list[str]:

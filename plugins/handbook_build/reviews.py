@@ -22,7 +22,7 @@ from typing import Any
 
 from handbook import canonical
 from handbook.catalog import DocEntry
-from handbook.pedigree import Ledger, Policy
+from handbook.pedigree import Ledger, Policy, is_retired
 from handbook.records import (
     MAX_RECORD_BYTES,
     Invalidation,
@@ -182,7 +182,9 @@ def review(
         try:
             verify(record, keys)
         except RecordError as exc:
-            result.findings.append(rules.REVIEW_UNVERIFIED.at(shown, 1, problem=str(exc)))
+            variant = "unknown" if record.reviewer not in keys else "forged"
+            finding = rules.REVIEW_UNVERIFIED.at(shown, 1, variant=variant, problem=str(exc))
+            result.findings.append(finding)
             continue
         if isinstance(record, Review):
             unknown = _unknown(record, entries, shown)
@@ -200,7 +202,7 @@ def review(
     outcome = {"error": "", "omit": "; it is left out of the bundle", "flag": "; it ships flagged"}
     for doc, entry in entries.values():
         required = ledger.policy.required_of(entry)
-        if not required:
+        if not required or is_retired(entry):  # a retired doc is not acted on: no approvals
             continue
         approvals = ledger.pedigree(entry, 0)["approvals"]
         if approvals < required:

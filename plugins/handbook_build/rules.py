@@ -491,7 +491,9 @@ REVIEW_UNVERIFIED = _rule(
     "review-unverified",
     ERROR,
     "A record's signature does not verify with a declared reviewer's key; it is left out.",
-    "{problem}; declare the reviewer under `reviews.reviewers`, or remove the file",
+    unknown="{problem}; declare the reviewer under `reviews.reviewers`, or remove the file",
+    forged="{problem}: the file was changed after it was signed, or signed by another key; "
+    "sign it again with `handbook review`, or remove the file",
 )
 REVIEW_UNKNOWN_DOC = _rule(
     "HB803",

@@ -17,7 +17,7 @@ believe, before I do this". Each item is the best passage of one doc, scored
 
 Retired and superseded docs are left out: a briefing points at current knowledge. Items
 carry the doc's pedigree, and `verify_first` with its reason when the doc is suspect,
-contested, stale, under-approved or of low confidence. Nothing is generated: a briefing
+contested, stale or under-approved. Nothing is generated: a briefing
 is assembled from verified passages, never written.
 """
 

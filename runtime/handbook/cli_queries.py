@@ -174,7 +174,7 @@ def _click_param(param: Param) -> click.Parameter:
     metavar = (
         "ID=REVISION" if param.name == "revisions" else ("ID" if param.name == "ids" else None)
     )
-    value_type: Any = click.INT if kinds == "integer" else click.STRING
+    value_type: Any = {"integer": click.INT, "boolean": click.BOOL}.get(str(kinds), click.STRING)
     return click.Option(
         [*flags, param.name],
         type=value_type,

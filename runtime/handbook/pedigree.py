@@ -31,7 +31,7 @@ one half.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .bounds import clip
@@ -40,7 +40,6 @@ from .manifest import utc_time
 from .records import AGAINST, SUPPORT, Invalidation, Review, from_dict
 
 CONTRADICTION_WEIGHT = 2
-LOW_CONFIDENCE = 0.5
 MAX_SHOWN_CONTRADICTIONS = 3
 MAX_SHOWN_BASIS = 300
 DAY = 86_400
@@ -85,10 +84,14 @@ class Ledger:
     def name_of(self, key_id: str) -> str:
         return self.reviewers.get(key_id, key_id[:16])
 
+    def of(self, doc: DocEntry) -> list[Review]:
+        """The verified reviews of the doc (any revision)."""
+        lang = doc.meta.get("lang")
+        return self.reviews.get((doc.id, lang if isinstance(lang, str) else None), [])
+
     def pedigree(self, doc: DocEntry, now: float) -> dict[str, Any]:
         """The doc's pedigree at time `now` (seconds since the epoch), JSON-ready."""
-        lang = doc.meta.get("lang")
-        reviews = self.reviews.get((doc.id, lang if isinstance(lang, str) else None), [])
+        reviews = self.of(doc)
         owners = {str(o) for o in _listed(doc.meta.get("owners"))}
         current = [r for r in reviews if r.revision == doc.revision]
         latest = _latest_by_reviewer(current)
@@ -107,7 +110,7 @@ class Ledger:
 
         out: dict[str, Any] = {
             "confidence": round(confidence, 2),
-            "reviews": len(latest),
+            "reviews": len(counted),
             "approvals": approvals,
         }
         required = self.policy.required_of(doc)
@@ -123,7 +126,7 @@ class Ledger:
             out["staleness_days"] = max(0, staleness) // DAY
         if against:
             out["contradictions"] = [self._shown(r) for r in against[-MAX_SHOWN_CONTRADICTIONS:]]
-        suspect = self._suspect(doc, reviews, current)
+        suspect = self.suspect(doc)
         reasons = {
             "contested": bool(against)
             and f"{len(against)} open contradiction(s): {clip(against[-1].basis, 120)}",
@@ -136,16 +139,18 @@ class Ledger:
             and f"last re-checked {staleness // DAY} days ago",
         }
         state = next((s for s, why in reasons.items() if why), None)
-        out["state"] = state or ("reviewed" if current else "unreviewed")
+        out["state"] = state or ("reviewed" if counted else "unreviewed")
+        # confidence < 1/2 only when S < 2C, which needs a contradiction: contested covers it
         why = next((str(w) for w in reasons.values() if w), None)
-        if why is None and confidence < LOW_CONFIDENCE:
-            why = f"low confidence ({confidence:.2f})"
         if why:
             out["verify_first"] = why
         return {**out, **retirement(doc)}
 
-    def _suspect(self, doc: DocEntry, reviews: Sequence[Review], current: Sequence[Review]) -> str:
-        """Why the doc is suspect, or "" (a doc never reviewed is unreviewed, not suspect)."""
+    def suspect(self, doc: DocEntry) -> str:
+        """Why the doc is suspect, or "" (a doc never reviewed is unreviewed, not suspect).
+        Known apart from the state: a contested doc can be suspect too."""
+        reviews = self.of(doc)
+        current = [r for r in reviews if r.revision == doc.revision]
         if not reviews:
             return ""
         if not current:

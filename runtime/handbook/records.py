@@ -140,7 +140,18 @@ def sign(record: Record, private: Any) -> Record:
     if keyid(public) != record.reviewer:
         raise RecordError("the record names another reviewer than the key that signs it")
     signature = b64encode(private.sign(message))
-    return record._replace(id=hashlib.sha256(message).hexdigest(), signature=signature)
+    signed = record._replace(id=hashlib.sha256(message).hexdigest(), signature=signature)
+    check(signed)
+    return signed
+
+
+def check(record: Record) -> None:
+    """Raise RecordError when the build would refuse the record's file: one format for
+    writer and reader, so a reviewer never commits a record every check then rejects."""
+    size = len(to_bytes(record))
+    if size > MAX_RECORD_BYTES:
+        raise RecordError(f"the record is {size:,} bytes; the limit is {MAX_RECORD_BYTES:,}")
+    from_dict(to_dict(record))
 
 
 def to_dict(record: Record) -> dict[str, Any]:

@@ -187,6 +187,30 @@ def answer(answer: dict[str, Any]) -> None:
         )
 
 
+def briefing(answer: dict[str, Any]) -> None:
+    """`brief`: each item with its score's parts, its pedigree state and why to verify."""
+    if _error(answer):
+        return
+    out, _ = _consoles()
+    for n, item in enumerate(answer["items"], 1):
+        where = item.get("ref", item["id"]) + (f"#{item['anchor']}" if item.get("anchor") else "")
+        state = (item.get("pedigree") or {}).get("state", "no reviews")
+        out.print(
+            f"{n}. [bold]{_escape(item['title'])}[/bold]"
+            + (f"{SEP}{_escape(item['section'])}" if item.get("section") else "")
+            + f"  [dim]{_escape(where)}  score {item['score']} = relevance {item['relevance']}"
+            f" x confidence {item['confidence']} x freshness {item['freshness']}"
+            + (" x ref bonus" if item.get("about_ref") else "")
+            + f"  ({_escape(state)})[/dim]",
+            highlight=False,
+        )
+        if item.get("verify_first"):
+            out.print(f"  verify first: {item['verify_first']}", style="yellow", markup=False)
+        out.print(f"  {item.get('excerpt', '')}", highlight=False, markup=False)
+    out.print(f"{answer['returned']} of {answer['count']} docs", style="dim", highlight=False)
+    _hint(out, answer)
+
+
 def resource(answer: dict[str, Any], output: str | None = None) -> None:
     """`resource`: the verified bytes, or a part of the text (a section, or from an
     offset, which says where the rest begins), to stdout (text) or to `output`."""
@@ -222,6 +246,7 @@ VIEWS: Mapping[str, Callable[[dict[str, Any]], None]] = {
     "search": hits,
     "collect": collected,
     "ask": answer,
+    "brief": briefing,
 }
 
 

@@ -220,10 +220,11 @@ class Snapshot:
         return True
 
     def _pedigree_is(self, doc: DocEntry, name: str) -> bool:
-        pedigree = self.pedigree(doc) or {}
+        if self.ledger is None:
+            return False
         if name == "suspect":
-            return pedigree.get("state") == "suspect"
-        return bool(pedigree.get("reviews"))
+            return bool(self.ledger.suspect(doc))
+        return bool(self.ledger.pedigree(doc, self.clock()).get("reviews"))
 
     # -- passages --------------------------------------------------------------------------------
 

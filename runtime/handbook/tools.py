@@ -253,7 +253,7 @@ TOOLS: tuple[Tool, ...] = (
             "the best passage of each relevant doc, ranked by relevance * confidence * "
             "freshness, with a bonus for docs about the refs you name (doc ids, device names, "
             "models). Each item carries the doc's pedigree and, when the doc is suspect, "
-            "contested, stale or of low confidence, verify_first with the reason: check those "
+            "contested, stale or under-approved, verify_first with the reason: check those "
             "before acting on them. Retired docs are left out. Nothing is generated; read an "
             "item whole with knowledge_get(id, section)."
         ),
@@ -268,8 +268,8 @@ TOOLS: tuple[Tool, ...] = (
             Param(
                 "refs",
                 {"type": "array", "items": {"type": "string"}, "maxItems": 20},
-                "Doc ids, device names or model numbers the task is about; matching docs rank "
-                "higher. Null for none.",
+                "Doc ids, device names or model numbers the task is about (matching docs "
+                "rank higher); null for none.",
                 from_text=words,
                 flags=("--ref",),
             ),

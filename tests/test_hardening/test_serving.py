@@ -40,6 +40,7 @@ from handbook import Library
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.site import SiteFiles
+from handbook.tools import TOOLS
 
 pytest.importorskip("uvicorn")
 
@@ -817,7 +818,7 @@ def test_openapi_post_property_run(server: tuple[str, int]) -> None:
         for path, item in document["paths"].items()
         if "post" in item
     }
-    assert len(operations) == 6
+    assert len(operations) == len(TOOLS)
     counts: Counter[str] = Counter()
     problems: list[str] = []
 

@@ -200,6 +200,21 @@ def test_invalidate_records_the_change_and_names_the_docs_about_it(library: Any)
     )  # type: ignore[union-attr]
 
 
+def test_invalidate_with_both_times_writes_the_same_record_every_time(library: Any) -> None:
+    library({"a.md": doc("guide.a", about="urn:device:x")})
+    carol = str(key_file(Path("."), "carol"))
+    for _ in range(2):
+        run = run_cli("invalidate", "urn:device:x", "--key", carol, "--at", AT, "--signed-at", AT)
+        assert run.exit_code == 0
+    [record] = records()
+    assert (record.changed_at, record.issued_at) == (T0, T0)  # type: ignore[union-attr]
+    late = run_cli(
+        "invalidate", "urn:device:x", "--key", carol, "--at", "2030-01-01T00:00:00Z",
+        "--signed-at", AT,
+    )  # fmt: skip
+    assert late.exit_code == 2 and "cannot be after the record is signed" in late.stderr
+
+
 def test_invalidate_notes_when_no_doc_is_about_the_uri(library: Any) -> None:
     library({"a.md": GUIDE})
     run = run_cli("invalidate", "urn:device:x", "--key", str(key_file(Path("."), "carol")))
@@ -265,7 +280,8 @@ def test_a_record_with_a_bad_signature_is_named_at_its_file(library: Any) -> Non
     [path] = keep(review("bob", "guide.a", "0" * 64)._replace(signature=signed_elsewhere))
     assert findings() == [
         f"{path}:1:1: HB802 the signature does not verify with the key of reviewer "
-        f"{keyid('bob')[:16]}; declare the reviewer under `reviews.reviewers`, or remove the file"
+        f"{keyid('bob')[:16]}: the file was changed after it was signed, or signed by another "
+        "key; sign it again with `handbook review`, or remove the file"
     ]
 
 
@@ -382,6 +398,23 @@ def test_build_fails_omits_or_flags_a_protected_doc_short_of_approvals(
     else:
         assert sorted(ids) == ["device.x", "guide.a"]
         assert built.get("device.x")["pedigree"]["state"] == "under_approved"
+
+
+def test_an_omitted_doc_leaves_no_review_in_the_bundle(library: Any, tmp_path: Path) -> None:
+    """A doc left out for want of approvals takes its reviews with it: its id and the
+    reviewers' words must not reach a bundle that leaves it out."""
+    config = library(
+        {"a.md": GUIDE, "c.md": DEVICE},
+        protected={"kinds": ["device"]},
+        required_approvals=2,
+        unapproved="omit",
+    )
+    assert review_cli("alice", "device.x", basis="the coil map matches unit 7").exit_code == 0
+    assert review_cli("alice", "guide.a").exit_code == 0
+    build(load_config(config), tmp_path / "bundle", KEY)
+    shipped = (tmp_path / "bundle" / "reviews.json").read_text()
+    assert "device.x" not in shipped and "coil map" not in shipped
+    assert '"guide.a"' in shipped
 
 
 def test_an_approved_protected_doc_builds_under_every_mode(library: Any, tmp_path: Path) -> None:

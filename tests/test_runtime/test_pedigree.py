@@ -364,6 +364,17 @@ def test_a_reviewed_doc_that_changes_is_suspect_until_its_new_revision_is_review
     assert library.list(suspect=True)["docs"] == []
 
 
+def test_the_suspect_filter_finds_a_suspect_doc_whose_state_is_contested(site: Site) -> None:
+    """The state shows the most urgent reason; the filter asks one question of its own."""
+    site.add(review("alice", "guide.setup", site.revision("guide.setup")))
+    site.add(invalidation("bob", "urn:device:ac200", changed_at=T0 + DAY))
+    library = site.add(
+        review("carol", "guide.setup", site.revision("guide.setup"), "contradict", at=T0 - DAY)
+    )
+    assert site.pedigree("guide.setup")["state"] == "contested"
+    assert [d["id"] for d in library.list(suspect=True)["docs"]] == ["guide.setup"]
+
+
 def test_an_invalidated_artifact_makes_its_docs_suspect_until_a_later_review(site: Site) -> None:
     site.add(review("alice", "guide.setup", site.revision("guide.setup")))
     site.add(invalidation("bob", "urn:device:ac200", changed_at=T0 + DAY))
