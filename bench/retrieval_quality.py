@@ -171,6 +171,15 @@ class Collection:
     hits: dict[str, list[Hits]] = field(default_factory=dict)
     """retriever -> per query hits, in query order."""
     search_s: dict[str, list[float]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Libraries whose build failed -> why; their questions are left out."""
+
+    def leave_out(self) -> None:
+        keep = [i for i, name in enumerate(self.libraries) if name not in self.skipped]
+        for attr in ("ids", "libraries", "texts", "styles"):
+            setattr(self, attr, [getattr(self, attr)[i] for i in keep])
+        for retriever, hits in self.hits.items():
+            self.hits[retriever] = [hits[i] for i in keep]
 
 
 def load_cranfield() -> Collection:
@@ -202,10 +211,18 @@ def measure(collection: Collection) -> None:
             print(f"{collection.name}/{name}: {kind} build", file=sys.stderr, flush=True)
             semantic = kind == "semantic"
             config = cranfield(semantic) if name == "cranfield" else real_site(name, semantic)
-            bundle, lib.build_s[kind] = build_bundle(f"retrieval-{name}-{kind}", config)
+            try:
+                bundle, lib.build_s[kind] = build_bundle(f"retrieval-{name}-{kind}", config)
+            except RuntimeError as exc:  # reported, and the library's questions left out
+                log = WORK / "logs" / f"runtime-build-retrieval-{name}-{kind}.err"
+                collection.skipped[name] = f"{exc}: {log.read_text(encoding='utf-8').strip()}"
+                print(f"{collection.name}/{name}: {collection.skipped[name]}", file=sys.stderr)
+                break
             lib.bytes[kind], vectors = bundle_bytes(bundle)
             if semantic:
                 lib.vector_bytes = vectors
+        if name in collection.skipped:
+            continue
         collection.built.append(lib)
         mine = [i for i, lib_name in enumerate(collection.libraries) if lib_name == name]
         request = OUT / f"{name}-queries.json"
@@ -405,6 +422,9 @@ def report(collections: list[Collection], args: argparse.Namespace, wall_s: floa
         *quality_table(collections),
         "",
     ]
+    for c in collections:
+        for name, why in c.skipped.items():
+            out.append(f"- {c.name}/{name} left out, its build failed: {why}")
     gains = []
     for c in collections:
         mean, noise = gain(c)
@@ -459,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     collections = [loaders[n]() for n in names]
     for collection in collections:
         measure(collection)
+        collection.leave_out()
     print(report(collections, args, time.perf_counter() - start))
     return 0
 
