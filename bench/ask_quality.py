@@ -9,6 +9,7 @@ Usage: python bench/ask_quality.py [--details]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -33,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     spec = json.loads((ROOT / "bench" / "ask_questions.json").read_text())
     libraries = {}
+    vectors = args.retriever not in (None, "lexical")  # the example configs build none
     for name, config in spec["libraries"].items():
         out = ROOT / "build" / "bench" / "ask" / name
-        build(load_config(ROOT / config), out, None)
+        build(dataclasses.replace(load_config(ROOT / config), semantic=vectors), out, None)
         libraries[name] = Library.open(out, allow_unsigned=True)
     if args.sweep:
         for coverage in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
