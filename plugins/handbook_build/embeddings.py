@@ -14,6 +14,7 @@ from pathlib import Path
 from handbook.catalog import Catalog
 from handbook.encoder import Encoder, model_dir
 from handbook.layout import SEARCH, VECTORS
+from handbook.retriever import LexicalRetriever
 from handbook.search import SearchIndex
 from handbook.vectors import write
 
@@ -22,19 +23,21 @@ from .seal import BundleWriter
 
 
 def passage_texts(root: Path, catalog: Catalog) -> list[str]:
-    """The text of every search entry of the bundle being written in `root`."""
-    index = SearchIndex((root / SEARCH).read_bytes())
-    titles = index.strings("entry_title")
-    contents: dict[int, bytes] = {}
+    """The text of every search entry of the bundle being written in `root`: the docs'
+    sections, then the sections of their attached markdown files, numbered as the
+    runtime numbers them (`LexicalRetriever.passage`)."""
+    retriever = LexicalRetriever(SearchIndex((root / SEARCH).read_bytes()))
+    files: dict[str, bytes] = {}
     texts = []
-    for entry in range(index.entries):
-        doc = index.entry_doc[entry]
-        if doc not in contents:
-            contents[doc] = (root / catalog.docs[doc].content).read_bytes()
-        body = contents[doc][index.entry_start[entry] : index.entry_end[entry]].decode("utf-8")
-        info = catalog.docs[doc]
-        head = [info.title, titles[entry]] if titles[entry] else [info.title, info.summary]
-        texts.append("\n".join([*head, plain_text(body)]))
+    for entry in range(retriever.index.entries):
+        passage = retriever.passage(entry)
+        if passage.content not in files:
+            files[passage.content] = (root / passage.content).read_bytes()
+        body = files[passage.content][passage.start : passage.end].decode("utf-8")
+        info = catalog.docs[passage.doc]
+        head = [info.title, *([passage.resource] if passage.resource else [])]
+        head.append(passage.title or ("" if passage.resource else info.summary))
+        texts.append("\n".join([*filter(None, head), plain_text(body)]))
     return texts
 
 

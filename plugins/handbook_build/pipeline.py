@@ -155,6 +155,8 @@ def _embed(writer: BundleWriter, catalog: Catalog) -> None:
     """`vectors.bin` (`handbook_build.embeddings`), or EmbeddingError saying what to
     install; numpy and the model are imported only here."""
     try:
+        from handbook.encoder import ModelMissingError
+
         from .embeddings import write_vectors
     except ImportError as exc:
         raise EmbeddingError(
@@ -163,7 +165,7 @@ def _embed(writer: BundleWriter, catalog: Catalog) -> None:
         ) from None
     try:
         write_vectors(writer, catalog)
-    except LookupError as exc:  # the encoder's ModelMissingError
+    except ModelMissingError as exc:  # only that: any other failure is a bug, shown as one
         raise EmbeddingError(f"semantic: true, but {exc}") from None
 
 

@@ -80,7 +80,8 @@ class SemanticRetriever:
         hybrid: bool,
     ) -> None:
         self.lexical, self.encoder, self.vectors, self.hybrid = lexical, encoder, vectors, hybrid
-        self.entry_doc = np.asarray(lexical.index.entry_doc, dtype=np.int64)
+        index = lexical.index  # every entry's doc, attached files' sections included
+        self.entry_doc = np.fromiter(map(index.doc_of, range(index.entries)), dtype=np.int64)
 
     def rank(
         self,

@@ -175,6 +175,24 @@ def semantic_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out.resolve()
 
 
+def test_attached_markdown_is_embedded_and_found_by_meaning(
+    semantic_bundle: Path, tmp_path: Path
+) -> None:
+    """A library whose folder docs attach markdown (searched by section) builds with
+    vectors for those sections too, numbered as the runtime numbers them."""
+    skills = EXAMPLE.parent.parent / "skills"
+    shutil.copytree(skills / "docs", tmp_path / "docs")
+    text = (skills / "mkdocs.yml").read_text()
+    (tmp_path / "mkdocs.yml").write_text(
+        text.replace("      version: 1.0.0\n", "      version: 1.0.0\n      semantic: true\n")
+    )
+    build(load_config(tmp_path / "mkdocs.yml"), tmp_path / "bundle", None)
+    lib = Library.open(tmp_path / "bundle", allow_unsigned=True)
+    question = "a device refuses a block read but answers one register at a time"
+    hits = lib.search(question, limit=3, retriever="semantic")["hits"]
+    assert (hits[0]["id"], hits[0].get("resource")) == ("skill.modbus-scan", "references/notes.md")
+
+
 def test_golden_vector_of_the_numpy_encoder() -> None:
     """all-MiniLM-L6-v2's published embedding of this sentence (sentence-transformers),
     first six dimensions: the numpy forward pass must reproduce it."""
