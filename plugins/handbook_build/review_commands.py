@@ -42,7 +42,7 @@ at_option = click.option(
 )
 
 
-def _config_with_reviews(config_path: str) -> Config:
+def config_with_reviews(config_path: str) -> Config:
     config = load_config(config_path)
     if config.reviews is None:
         raise click.UsageError(
@@ -52,7 +52,7 @@ def _config_with_reviews(config_path: str) -> Config:
     return config
 
 
-def _reviewer(config: Config, key_file: str | None) -> tuple[Any, str]:
+def reviewer_key(config: Config, key_file: str | None) -> tuple[Any, str]:
     """The reviewer's private key and key id; refused unless declared."""
     assert config.reviews is not None
     if key_file is not None:
@@ -74,7 +74,7 @@ def _reviewer(config: Config, key_file: str | None) -> tuple[Any, str]:
     return private, keyid
 
 
-def _time(at: str | None) -> int:
+def time_of(at: str | None) -> int:
     if at is None:
         return int(time.time())
     seconds = utc_seconds(at)
@@ -85,7 +85,7 @@ def _time(at: str | None) -> int:
     return seconds
 
 
-def _entries(config: Config) -> dict[str, list[tuple[str, DocEntry]]]:
+def doc_entries(config: Config) -> dict[str, list[tuple[str, DocEntry]]]:
     """Doc id -> [(path, catalog entry)], one per language, as the build would make them."""
     with progress_bar("Reading") as progress:
         result = pipeline.check(config, progress)
@@ -124,9 +124,9 @@ def review_command(
 
     The file is named by the review's id (the hash of what it says), so it goes through
     a pull request like any edit, and the same review written twice is one file."""
-    config = _config_with_reviews(config_path)
-    private, keyid = _reviewer(config, key_file)
-    found = _entries(config).get(doc_id)
+    config = config_with_reviews(config_path)
+    private, keyid = reviewer_key(config, key_file)
+    found = doc_entries(config).get(doc_id)
     if not found:
         raise click.UsageError(f"the library has no doc {doc_id!r}")
     chosen = [(p, e) for p, e in found if lang is None or e.meta.get("lang") == lang]
@@ -144,7 +144,7 @@ def review_command(
             shown = ", ".join(s.anchor for s in entry.sections)
             raise click.UsageError(f"{doc_id} has no section {section!r}; its sections: {shown}")
     doc_lang = entry.meta.get("lang")
-    record = _signed(
+    record = signed(
         Review(
             "",
             config.library,
@@ -153,7 +153,7 @@ def review_command(
             verdict,  # type: ignore[arg-type]
             basis,
             keyid,
-            _time(at),
+            time_of(at),
             anchor,
             doc_lang if isinstance(doc_lang, str) else None,
             evidence,
@@ -185,17 +185,17 @@ def invalidate_command(
 ) -> None:
     """Record that the artifact at URI changed (at --at, default now): every doc `about`
     it is suspect until a review issued after that time."""
-    config = _config_with_reviews(config_path)
-    private, keyid = _reviewer(config, key_file)
-    changed, issued = _time(at), _time(signed_at)
+    config = config_with_reviews(config_path)
+    private, keyid = reviewer_key(config, key_file)
+    changed, issued = time_of(at), time_of(signed_at)
     if changed > issued:
         raise click.BadParameter(
             "the change cannot be after the record is signed", param_hint="--at"
         )
-    record = _signed(Invalidation("", config.library, uri, changed, keyid, issued), private)
+    record = signed(Invalidation("", config.library, uri, changed, keyid, issued), private)
     about = [
         doc_id
-        for doc_id, found in _entries(config).items()
+        for doc_id, found in doc_entries(config).items()
         if any(uri in _about(entry) for _, entry in found)
     ]
     assert config.reviews is not None
@@ -227,12 +227,12 @@ def invalidate_command(
 def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -> None:
     """List the review queue: contested, suspect, under-approved, stale and unreviewed
     docs, most urgent first, each with the reason."""
-    config = _config_with_reviews(config_path)
+    config = config_with_reviews(config_path)
     assert config.reviews is not None
     with progress_bar("Reading") as progress:
         result = pipeline.check(config, progress)
     ledger = ledger_of(config.reviews, result.records)
-    now = _time(at)
+    now = time_of(at)
     queue = []
     for doc in result.docs:
         entry = entry_of(doc, config, result.resources)
@@ -260,7 +260,7 @@ def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -
     )
 
 
-def _signed(record: Record, private: Any) -> Record:
+def signed(record: Record, private: Any) -> Record:
     """The record signed; refused (nothing written) when the build would refuse it."""
     try:
         return sign(record, private)

@@ -12,11 +12,16 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
-class ErrorInfo(TypedDict):
-    """Why a call was refused: a stable `code` to branch on and a message saying what to do."""
-
+class _ErrorRequired(TypedDict):
     code: str
     message: str
+
+
+class ErrorInfo(_ErrorRequired, total=False):
+    """Why a call was refused: a stable `code` to branch on and a message saying what to do."""
+
+    field: str
+    """The argument at fault, where one is (the write tools)."""
 
 
 class Answer(TypedDict, total=False):
@@ -228,6 +233,20 @@ class BriefAnswer(Answer, total=False):
     note: str
 
 
+class WriteAnswer(Answer, total=False):
+    """What `propose`, `contradict` and `corroborate` answer (`handbook.inbox`)."""
+
+    id: str
+    kind: str
+    doc: str
+    library: str
+    state: str
+    """open | accepted | rejected"""
+    new: bool
+    """False when the same record was already in the inbox (a retried call)."""
+    by: str
+
+
 class ResourceAnswer(Answer, total=False):
     found: bool
     id: str
@@ -264,6 +283,8 @@ class StatusAnswer(Answer, total=False):
     languages: dict[str, dict[str, int]]
     integrity_error: str
     libraries: list[StatusAnswer]
+    inbox: str
+    """available, or unavailable and why: served with a writable inbox only."""
 
 
 def refusal(code: str, message: str) -> ErrorInfo:

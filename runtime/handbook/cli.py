@@ -24,15 +24,17 @@ from .cli_queries import (
     key_options,
     tool_command,
 )
-from .cli_serve import serve, token
+from .cli_serve import inbox_options, serve, token
 from .errors import BundleError, KeyFormatError
-from .tools import TOOLS
+from .inbox import Inbox, Writable
+from .tools import READ_TOOLS
 
 BUILD_COMMANDS = {
     "adopt": "handbook_build.commands:adopt",
     "check": "handbook_build.commands:check",
     "build": "handbook_build.commands:build",
     "keygen": "handbook_build.commands:keygen",
+    "inbox": "handbook_build.inbox_commands:inbox_group",
     "pack": "handbook_build.release_commands:pack_command",
     "diff": "handbook_build.release_commands:diff_command",
     "export": "handbook_build.export_commands:export_group",
@@ -71,7 +73,7 @@ def main() -> None:
 # -- where the knowledge comes from ---------------------------------------------------------
 
 
-for _tool in TOOLS:
+for _tool in READ_TOOLS:  # the write tools need a served inbox: `handbook serve --inbox`
     main.add_command(tool_command(_tool))
 
 
@@ -146,15 +148,19 @@ def tools(fmt: str, sources: Sources) -> None:
 
 
 @main.command()
+@inbox_options
 @bundle_options
-def mcp(sources: Sources) -> None:
+def mcp(sources: Sources, inbox: Inbox | None) -> None:
     """Serve the libraries over MCP on stdin/stdout, for agent hosts that start it.
 
     Every tool of `handbook tools`, and each doc as a resource handbook://<library>/<id>.
-    Messages about the bundle go to stderr; stdout is the protocol stream."""
+    With --inbox, the write tools too: over stdio there is no token, so records must be
+    signed with an --agent key. Messages about the bundle go to stderr; stdout is the
+    protocol stream."""
     from .mcp import run_stdio
 
-    run_stdio(sources.served())
+    served = sources.served()
+    run_stdio(Writable(served, inbox) if inbox is not None else served)
 
 
 main.add_command(serve)

@@ -2,18 +2,91 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from .cli_queries import Sources, bundle_options
 from .connections import Limits
-from .errors import HandbookError
+from .errors import HandbookError, KeyFormatError
 from .gate import DEFAULT_BURST, DEFAULT_RATE
+from .inbox import Inbox, Writable
 from .principals import TOKENS_FILE_ENV, Principals, add_token
+from .signing import PublicKey
+from .stores import Caps, StoreUnavailable, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def inbox_options(command: F) -> F:
+    """--inbox, --agent and the caps, handed to `command` as one `inbox: Inbox | None`."""
+
+    @click.option(
+        "--inbox",
+        "store",
+        envvar="HANDBOOK_INBOX",
+        metavar="STORE",
+        help="Serve the write tools (propose, contradict, corroborate) into this inbox: a "
+        "SQLite file, or a postgresql:// URL shared by several servers (or $HANDBOOK_INBOX).",
+    )
+    @click.option(
+        "--agent",
+        "agents",
+        multiple=True,
+        metavar="NAME=ed25519:KEY",
+        help="An agent's public key: its signed records are attributed to NAME (repeatable).",
+    )
+    @click.option(
+        "--inbox-rate",
+        type=click.IntRange(1),
+        default=Caps().per_principal_per_hour,
+        show_default=True,
+        help="Records each principal (or agent key) may write per hour.",
+    )
+    @click.option(
+        "--inbox-open",
+        type=click.IntRange(1),
+        default=Caps().open_per_doc,
+        show_default=True,
+        help="Open records a doc may have before more are refused.",
+    )
+    @functools.wraps(command)
+    def with_inbox(
+        *args: Any,
+        store: str | None,
+        agents: tuple[str, ...],
+        inbox_rate: int,
+        inbox_open: int,
+        **kwargs: Any,
+    ) -> Any:
+        inbox = None
+        if store is not None:
+            keys = {}
+            for item in agents:
+                name, sep, text = item.partition("=")
+                try:
+                    keys[name.strip()] = PublicKey.parse(text.strip())
+                except KeyFormatError as exc:
+                    raise click.BadParameter(f"{item!r}: {exc}", param_hint="--agent") from None
+                if not sep or not name.strip():
+                    raise click.BadParameter(
+                        f"{item!r} is not NAME=ed25519:KEY", param_hint="--agent"
+                    )
+            try:
+                inbox = Inbox(open_store(store), Caps(inbox_rate, inbox_open), keys)
+            except StoreUnavailable as exc:
+                raise click.ClickException(str(exc)) from None
+        elif agents:
+            raise click.UsageError("--agent needs --inbox")
+        return command(*args, inbox=inbox, **kwargs)
+
+    return with_inbox  # type: ignore[return-value]
 
 
 @click.command()
@@ -96,6 +169,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
     show_default=True,
     help="Seconds a client has to send a request's headers.",
 )
+@inbox_options
 @bundle_options
 def serve(
     host: str,
@@ -111,6 +185,7 @@ def serve(
     max_connections: int,
     header_timeout: float,
     sources: Sources,
+    inbox: Inbox | None,
 ) -> None:
     """Serve the site, the bundle files, the JSON API and MCP over HTTP in one process.
 
@@ -124,6 +199,13 @@ def serve(
 
     principals = _principals(token, tokens_file)
     served, watched = sources.open()
+    if inbox is not None:
+        if principals is None and not inbox.agents:
+            raise click.UsageError(
+                "--inbox needs --token or --tokens (writes are attributed to the principal "
+                "of the request) or --agent keys (signed writes)"
+            )
+        served = Writable(served, inbox)
     site = Path(site_dir) if Path(site_dir).is_dir() else None
     if site is None:
         click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)

@@ -15,16 +15,24 @@ from typing import Any
 from .bounds import clip, refusal, with_size
 from .served import Served
 from .tool_model import Tool
-from .tools import BY_NAME, TOOLS
-
-NAMES = ", ".join(tool.name for tool in TOOLS)
+from .tools import BY_NAME, served_tools
 
 
-def call(served: Served, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The answer of tool `name` to `arguments` (a JSON object), or a structured error."""
+def call(
+    served: Served,
+    name: str,
+    arguments: Mapping[str, Any] | None = None,
+    principal: str | None = None,
+) -> dict[str, Any]:
+    """The answer of tool `name` to `arguments` (a JSON object), or a structured error.
+    `principal` is who is asking, as the transport authenticated them: the write tools
+    attribute what they store to it."""
     tool = BY_NAME.get(name) if isinstance(name, str) else None
+    if tool is not None and tool.writes and not served.tool_context().writable:
+        tool = None  # not served here: the same answer as a tool that does not exist
     if tool is None:
-        return failure("unknown_tool", f"unknown tool {clip(str(name))!r}; the tools are {NAMES}")
+        names = ", ".join(t.name for t in served_tools(served.tool_context()))
+        return failure("unknown_tool", f"unknown tool {clip(str(name))!r}; the tools are {names}")
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -51,6 +59,8 @@ def call(served: Served, name: str, arguments: Mapping[str, Any] | None = None) 
     missing = [p.name for p in tool.params if p.required and p.name not in args]
     if missing:
         return failure("bad_arguments", f"{tool.name} needs {', '.join(missing)}")
+    if tool.writes:
+        args["principal"] = principal
     try:
         answer = getattr(served, tool.verb)(**args)
     except Exception as exc:  # a served object of someone else's that raised

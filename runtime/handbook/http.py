@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -38,15 +39,16 @@ from starlette.types import ASGIApp
 
 from .bundle import Bundle
 from .dispatch import call, failure, from_text
-from .errors import BundleError, SkillsError
+from .errors import BundleError, HandbookError, SkillsError
 from .gate import Gate, host_names
 from .layout import MANIFEST, is_content
+from .manifest import utc_time
 from .openapi import API, openapi
 from .principals import Principals
 from .served import Served
 from .site import SiteFiles
 from .skills_export import WELL_KNOWN, Published
-from .tools import BY_NAME, BY_VERB, TOOLS
+from .tools import BY_NAME, BY_VERB, served_tools
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
@@ -110,7 +112,7 @@ def create_app(
             arguments, problem = from_text(tool, pairs)
             if problem:
                 return _json(failure("bad_arguments", problem), 400)
-        answer = call(served, tool.name, arguments)
+        answer = call(served, tool.name, arguments, getattr(request.state, "principal", None))
         return _json(answer, status_of(answer))
 
     async def bundle_file(request: Request) -> Response:
@@ -163,11 +165,18 @@ def create_app(
         def lifespan(app: Starlette) -> Any:
             return mcp_lifespan()
 
+    inbox = getattr(served, "inbox", None)
+    if inbox is not None and (principals is not None or token):
+
+        async def inbox_page(request: Request) -> Response:
+            return await anyio.to_thread.run_sync(lambda: _inbox_page(inbox))
+
+        routes.append(Route(INBOX, inbox_page, methods=["GET"]))
     routes.append(Route("/{path:path}", site_file, methods=["GET", "HEAD"]))
     app = Starlette(routes=routes, lifespan=lifespan)
     if token and principals is None:
         principals = Principals.single(token)
-    protected = (API, "/mcp", "/bundle", f"/{WELL_KNOWN}") + (("/",) if protect_site else ())
+    protected = (API, "/mcp", "/bundle", f"/{WELL_KNOWN}", INBOX) + (("/",) if protect_site else ())
     return Gate(
         app,
         hosts=hosts if hosts is not None else host_names("127.0.0.1"),
@@ -195,10 +204,55 @@ def api_index(served: Served) -> dict[str, Any]:
                 "methods": ["GET", "POST"],
                 "summary": t.summary,
             }
-            for t in TOOLS
+            for t in served_tools(context)
         ],
         "context": context._asdict(),
     }
+
+
+INBOX = "/inbox"
+"""The operators' read-only page of open inbox records: served only behind tokens."""
+
+
+def _inbox_page(inbox: Any) -> Response:
+    """The open records, newest first; every value escaped (agents wrote them)."""
+    from html import escape
+
+    try:
+        records = inbox.store.records(state="open", limit=500)
+    except HandbookError as exc:
+        return Response(f"inbox unavailable: {exc}\n", 503, media_type="text/plain")
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(str(v))}</td>"
+            for v in (
+                r.id[:12], r.kind, f"{r.library}:{r.doc}", inbox.name_of(r.principal),
+                utc_time(r.created_at), r.payload.get("section") or "",
+                r.payload.get("basis", ""),
+            )
+        )
+        + "</tr>"
+        for r in reversed(records)
+    )  # fmt: skip
+    page = (
+        "<!doctype html><meta charset=utf-8><title>Handbook inbox</title>"
+        "<style>body{font:14px system-ui;margin:2rem}td,th{border-bottom:1px solid #ddd;"
+        "padding:.3rem .5rem;text-align:left;vertical-align:top}</style>"
+        f"<h1>Inbox: {len(records)} open record(s)</h1>"
+        "<p>Read-only. Decide with <code>handbook inbox accept|reject ID</code>.</p>"
+        "<table><tr><th>id</th><th>kind</th><th>doc</th><th>by</th><th>at</th>"
+        f"<th>section</th><th>basis</th></tr>{rows}</table>"
+    )
+    return Response(
+        page,
+        media_type="text/html",
+        headers={
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 async def _body(request: Request) -> dict[str, Any] | Response:

@@ -51,7 +51,10 @@ def build_server(served: Served) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
-        answer = await anyio.to_thread.run_sync(lambda: call(served, params.name, arguments))
+        principal = _principal(ctx)
+        answer = await anyio.to_thread.run_sync(
+            lambda: call(served, params.name, arguments, principal)
+        )
         error = answer.get("error")
         if isinstance(error, dict) and error.get("code") == "unknown_tool":
             raise MCPError(code=types.INVALID_PARAMS, message=error["message"], data=answer)
@@ -125,6 +128,14 @@ def build_server(served: Served) -> Server[Any]:
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who is asking, as the HTTP gate authenticated them (None over stdio: the process
+    that started the server is its only client)."""
+    state = getattr(getattr(ctx, "request", None), "state", None)
+    principal = getattr(state, "principal", None)
+    return principal if isinstance(principal, str) else None
 
 
 def _tool(t: dict[str, Any]) -> types.Tool:

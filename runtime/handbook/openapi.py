@@ -13,7 +13,7 @@ from typing import Any
 from . import __version__, schemas
 from .served import Served
 from .tool_model import Tool, ToolContext
-from .tools import TOOLS
+from .tools import served_tools
 
 API = "/api/v1"
 
@@ -50,7 +50,7 @@ def openapi(served: Served) -> dict[str, Any]:
             }
         },
     }
-    for tool in TOOLS:
+    for tool in served_tools(context):
         paths[f"{API}/{tool.verb}"] = _operations(tool, context)
     return {
         "openapi": "3.1.0",

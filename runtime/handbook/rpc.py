@@ -18,7 +18,7 @@ from typing import Any
 
 from .dispatch import handler
 from .served import Served
-from .tools import TOOLS
+from .tools import TOOLS, served_tools
 
 DEFAULT_TOPICS: Mapping[str, str] = {tool.verb: f"knowledge.{tool.verb}" for tool in TOOLS}
 """Handler name (the tool's verb) -> topic, for every tool of the table. A handler takes
@@ -33,7 +33,7 @@ Report = Callable[[str], Any]
 
 def handlers(served: Served) -> dict[str, Callable[..., dict[str, Any]]]:
     """The handlers by name, answered through `handbook.dispatch`; they never raise."""
-    return {tool.verb: handler(served, tool) for tool in TOOLS}
+    return {tool.verb: handler(served, tool) for tool in served_tools(served.tool_context())}
 
 
 def register_tools(
@@ -50,8 +50,8 @@ def register_tools(
     may `report(message)`. When everything was synchronous the list comes back at once;
     otherwise an awaitable of it does, to be awaited where the registry lives. Either
     way no exception escapes: a failure is reported and its topic returned."""
-    named = {**DEFAULT_TOPICS, **(topics or {})}
     available = handlers(served)
+    named = {**{v: t for v, t in DEFAULT_TOPICS.items() if v in available}, **(topics or {})}
     failed: list[str] = []
     pending: list[tuple[str, Awaitable[Any]]] = []
     reports: list[Awaitable[Any]] = []

@@ -231,6 +231,20 @@ BRIEF = _result(
     ["count", "items"],
 )
 
+WRITE = _result(
+    {
+        "id": _STRING,
+        "kind": {"type": "string", "enum": ["proposal", "contradiction", "corroboration"]},
+        "doc": _STRING,
+        "library": _STRING,
+        "state": {"type": "string", "enum": ["open", "accepted", "rejected"]},
+        "new": _BOOL,
+        "by": _STRING,
+        **_ENVELOPE,
+    },
+    [],
+)
+
 RESOURCE = _result(
     {
         "found": _BOOL,

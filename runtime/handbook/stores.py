@@ -334,3 +334,21 @@ def _where(state: str | None, doc: str | None) -> tuple[str, tuple[Any, ...]]:
         clauses.append("doc = ?")
         args.append(doc)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), tuple(args)
+
+
+def open_store(spec: str) -> Store:
+    """The store `spec` names: a ``postgresql://`` URL (the `postgres` extra), else the
+    path of a SQLite file (created with its folder if missing)."""
+    if spec.startswith(("postgresql://", "postgres://")):
+        try:
+            from .pg_store import PostgresStore  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise StoreUnavailable(
+                f"a PostgreSQL inbox needs the postgres extra ({exc}): "
+                "pip install 'handbook[postgres]'"
+            ) from None
+        store: Store = PostgresStore(spec)
+        return store
+    path = Path(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SQLiteStore(path)

@@ -33,6 +33,8 @@ class ToolContext(NamedTuple):
     filters: Mapping[str, tuple[str, ...] | None]
     """Filterable field -> its known values (None: too many to list)."""
     languages: tuple[str, ...]
+    writable: bool = False
+    """Served with a writable inbox (`handbook.inbox`): the write tools are offered."""
 
 
 def context_of(catalogs: Sequence[Catalog], reserved: frozenset[str] = frozenset()) -> ToolContext:
@@ -138,6 +140,8 @@ class Tool:
     """The `TypedDict` of its answers (`handbook.answers`), which `output` describes."""
     filters: bool = False
     """Takes the library's filterable fields as parameters too."""
+    writes: bool = False
+    """Writes to the inbox: offered only where one is served, and told who is asking."""
     annotations: Mapping[str, bool] = field(default_factory=lambda: dict(_READ_ONLY))
 
     def param(self, name: str) -> Param | None:

@@ -40,7 +40,7 @@ from handbook import Library
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.site import SiteFiles
-from handbook.tools import TOOLS
+from handbook.tools import READ_TOOLS
 
 pytest.importorskip("uvicorn")
 
@@ -818,7 +818,7 @@ def test_openapi_post_property_run(server: tuple[str, int]) -> None:
         for path, item in document["paths"].items()
         if "post" in item
     }
-    assert len(operations) == len(TOOLS)
+    assert len(operations) == len(READ_TOOLS)
     counts: Counter[str] = Counter()
     problems: list[str] = []
 

@@ -336,9 +336,9 @@ def test_tools_json_is_valid_json_schema(built: Path) -> None:
     import jsonschema
 
     tools = json.loads((built / "tools.json").read_bytes())["tools"]
-    from handbook.tools import TOOLS
+    from handbook.tools import READ_TOOLS
 
-    assert [t["name"] for t in tools] == [tool.name for tool in TOOLS]
+    assert [t["name"] for t in tools] == [tool.name for tool in READ_TOOLS]
     for tool in tools:
         assert __import__("re").fullmatch(r"[a-z][a-z0-9_]{0,40}", tool["name"])
         for schema in (tool["inputSchema"], tool["outputSchema"]):

@@ -18,7 +18,7 @@ from handbook import Library
 from handbook.gate import host_names
 from handbook.http import create_app
 from handbook.mcp import http_app
-from handbook.tools import TOOLS
+from handbook.tools import READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -38,7 +38,7 @@ async def exercise(client: Client, library: Library) -> None:
     """Everything an agent host does: list and call each tool, read a resource."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     definitions = {t["name"]: t for t in json.loads(library.bundle.read("tools.json"))["tools"]}
-    assert set(tools) == set(definitions) == {tool.name for tool in TOOLS}
+    assert set(tools) == set(definitions) == {tool.name for tool in READ_TOOLS}
     for name, tool in tools.items():
         assert tool.input_schema == definitions[name]["inputSchema"]
         assert tool.output_schema == definitions[name]["outputSchema"]
@@ -211,7 +211,7 @@ def test_token_guards_mcp(library: Library) -> None:
             ):
                 return [t.name for t in (await client.list_tools()).tools]
 
-        assert anyio.run(main) == [tool.name for tool in TOOLS]
+        assert anyio.run(main) == [tool.name for tool in READ_TOOLS]
         assert request(address, "/api/v1/status")[0] == 401
 
 

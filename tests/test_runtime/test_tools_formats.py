@@ -13,9 +13,9 @@ import yaml
 from conftest import run_cli
 
 from handbook.tool_formats import FORMATS, convert
-from handbook.tools import TOOLS
+from handbook.tools import READ_TOOLS
 
-NAMES = [tool.name for tool in TOOLS]
+NAMES = [tool.name for tool in READ_TOOLS]
 
 
 def printed(bundle: Path, fmt: str) -> str:

@@ -25,7 +25,7 @@ from handbook.dispatch import call
 from handbook.http import create_app
 from handbook.mcp import http_app
 from handbook.rpc import register_tools
-from handbook.tools import BY_NAME, TOOLS
+from handbook.tools import BY_NAME, READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -165,10 +165,10 @@ def same(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_tool_has_arguments_here() -> None:
-    assert set(CALLS) == {tool.name for tool in TOOLS}
+    assert set(CALLS) == {tool.name for tool in READ_TOOLS}
 
 
-@pytest.mark.parametrize("name", [tool.name for tool in TOOLS])
+@pytest.mark.parametrize("name", [tool.name for tool in READ_TOOLS])
 def test_every_transport_gives_the_same_answer(
     shelf: Shelf, server: tuple[str, int], name: str
 ) -> None:
@@ -221,7 +221,7 @@ def test_refusals_are_the_same_everywhere(
 
 
 def test_every_transport_serves_exactly_the_table(shelf: Shelf, server: tuple[str, int]) -> None:
-    names = [tool.name for tool in TOOLS]
+    names = [tool.name for tool in READ_TOOLS]
 
     async def listed() -> list[str]:
         async with Client(f"http://{server[0]}:{server[1]}/mcp") as client:
@@ -230,17 +230,17 @@ def test_every_transport_serves_exactly_the_table(shelf: Shelf, server: tuple[st
     assert anyio.run(listed) == names
     _, document = get_json(server, "/api/v1/openapi.json")
     routes = {path.removeprefix("/api/v1/") for path in document["paths"]}
-    assert routes == {tool.verb for tool in TOOLS} | {"", "status"}
+    assert routes == {tool.verb for tool in READ_TOOLS} | {"", "status"}
     _, index = get_json(server, "/api/v1/")
     assert [t["name"] for t in index["tools"]] == names
     registered: list[str] = []
     register_tools(lambda topic, handler: registered.append(topic), shelf)
-    assert registered == [f"knowledge.{tool.verb}" for tool in TOOLS]
+    assert registered == [f"knowledge.{tool.verb}" for tool in READ_TOOLS]
     from handbook.cli import main
 
-    for tool in TOOLS:
+    for tool in READ_TOOLS:
         assert tool.verb in main.commands
-    assert all(callable(getattr(RemoteLibrary, tool.verb)) for tool in TOOLS)
+    assert all(callable(getattr(RemoteLibrary, tool.verb)) for tool in READ_TOOLS)
 
 
 def test_a_remote_library_can_be_served_again(server: tuple[str, int], shelf: Shelf) -> None:
