@@ -151,6 +151,7 @@ def migration_statements(script: str, dialect: str) -> list[str]:
     """The statements of one of MIGRATIONS in a store's dialect (a key of AUTO_KEY)."""
     return [s for s in script.replace("{auto_key}", AUTO_KEY[dialect]).split(";") if s.strip()]
 
+
 _COLUMNS = "id, kind, library, doc, principal, payload, created_at, state, decided_by, " + (
     "decided_at, reason"
 )
