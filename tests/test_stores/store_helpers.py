@@ -24,11 +24,17 @@ WORKER = Path(__file__).resolve().parent / "store_worker.py"
 
 
 def start_worker(
-    site: Site, name: str, acks: Path, threads: int, ops: int, peers: int = 0
+    site: Site,
+    name: str,
+    acks: Path,
+    threads: int,
+    ops: int,
+    peers: int = 0,
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
     options = {"--threads": threads, "--ops": ops, "--acks": acks, "--peers": peers}
     command = [sys.executable, str(WORKER), site.spec, name]
-    command += [str(part) for option in options.items() for part in option]
+    command += [str(part) for option in options.items() for part in option] + list(extra)
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -10,7 +10,9 @@ replays the same ones:
 - 15%: add one of 50 records `shared-K` that every worker adds alike (only one add of
   each, over all workers, may be new);
 - 10%: add again a record this thread was told was stored (must be not new, the same);
-- 10%: read back a record this thread was told was stored (must be there).
+- 10%: read back a record this thread was told was stored (must be there);
+
+or, with `--new-only` (bench/inbox_bench.py's write throughput), only the first kind.
 
 Every acknowledged add is appended, as `ID NEW SECONDS`, to `DIR/NAME.acks` as soon as
 `add` returns, before the next operation: what a killed worker acknowledged is on file.
@@ -65,11 +67,11 @@ def own(name: str, thread: int, op: int, doc: int) -> Stored:
 
 
 class Worker:
-    def __init__(self, store: Store, name: str, acks: Path) -> None:
-        self.store, self.name = store, name
+    def __init__(self, store: Store, name: str, acks: Path, new_only: bool = False) -> None:
+        self.store, self.name, self.new_only = store, name, new_only
         self.fd = os.open(acks / f"{name}.acks", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         self.lock = threading.Lock()
-        self.counts = {"adds": 0, "new": 0, "retried": 0, "reads": 0}
+        self.counts = {"adds": 0, "new": 0, "retried": 0, "reads": 0, "polls": 0}
         self.errors: list[str] = []
 
     def ack(self, stored: Stored, new: bool, seconds: float) -> None:
@@ -91,7 +93,7 @@ class Worker:
         mine: list[Stored] = []
         try:
             for op in range(ops):
-                roll = rng.random()
+                roll = 1.0 if self.new_only else rng.random()
                 if roll < 0.10 and mine:
                     again = rng.choice(mine)
                     if self.add(again):
@@ -112,7 +114,8 @@ class Worker:
             self.errors.append(traceback.format_exc(limit=3))
 
     def await_peers(self, acks: Path, peers: int, deadline: float) -> float | None:
-        """Seconds until every record any peer acknowledged is visible here, or None."""
+        """Seconds until every record any peer acknowledged is visible here, or None;
+        `polls` counts the listings that missed some."""
         (acks / f"{self.name}.done").touch()
         while len(list(acks.glob("*.done"))) < peers:
             if time.monotonic() > deadline:
@@ -125,6 +128,7 @@ class Worker:
         }
         began = time.monotonic()
         while acked - {r.id for r in all_records(self.store)}:
+            self.counts["polls"] += 1
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.1)
@@ -140,11 +144,12 @@ def main() -> None:
     parser.add_argument("--acks", type=Path, required=True)
     parser.add_argument("--peers", type=int, default=0)
     parser.add_argument("--deadline", type=float, default=120.0)
+    parser.add_argument("--new-only", action="store_true", help="only adds of new records")
     args = parser.parse_args()
     deadline = time.monotonic() + args.deadline
     store = open_store(args.store)
-    worker = Worker(store, args.name, args.acks)
-    began = time.perf_counter()
+    worker = Worker(store, args.name, args.acks, args.new_only)
+    began_at, began = time.time(), time.perf_counter()
     threads = [threading.Thread(target=worker.run, args=(n, args.ops)) for n in range(args.threads)]
     for t in threads:
         t.start()
@@ -160,6 +165,7 @@ def main() -> None:
                 **worker.counts,
                 "errors": worker.errors,
                 "seconds": seconds,
+                "began_at": began_at,
                 "visible_after": visible,
             }
         )
