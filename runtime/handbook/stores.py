@@ -3,7 +3,7 @@
 The bundle is read-only and signed; what agents propose, contradict or corroborate is
 kept beside it, in a store several `handbook serve` replicas can share. The protocol is
 small on purpose, so that each store is easy to check against the same suite
-(tests/test_runtime/test_stores.py): SQLite here (the standard library's `sqlite3`,
+(tests/test_stores/): SQLite here (the standard library's `sqlite3`,
 WAL, the embedded default) and PostgreSQL (`handbook.pg_store`, psycopg 3 and a pool).
 
 Every change is an event in the same transaction as the change itself, so the audit
@@ -129,7 +129,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX records_open ON records (library, doc, state);
     CREATE INDEX records_by_principal ON records (principal, created_at);
     CREATE TABLE events (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        seq {auto_key},
         record TEXT NOT NULL REFERENCES records (id),
         action TEXT NOT NULL,
         by_whom TEXT NOT NULL,
@@ -138,7 +138,19 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
 )
-"""Schema versions, applied in order on open; each is applied once (`schema_version`)."""
+"""Schema versions, applied in order on open; each is applied once (`schema_version`).
+Written once for every store: `{auto_key}` is the one phrase their dialects spell apart."""
+
+AUTO_KEY = {
+    "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "postgres": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+}
+
+
+def migration_statements(script: str, dialect: str) -> list[str]:
+    """The statements of one of MIGRATIONS in a store's dialect (a key of AUTO_KEY)."""
+    return [s for s in script.replace("{auto_key}", AUTO_KEY[dialect]).split(";") if s.strip()]
+
 
 _COLUMNS = "id, kind, library, doc, principal, payload, created_at, state, decided_by, " + (
     "decided_at, reason"
@@ -163,7 +175,7 @@ class SQLiteStore:
             current = row[0] or 0
             for version, script in enumerate(MIGRATIONS, 1):
                 if version > current:
-                    for statement in filter(str.strip, script.split(";")):
+                    for statement in migration_statements(script, "sqlite"):
                         db.execute(statement)
                     db.execute("INSERT INTO schema_version VALUES (?)", (version,))
 
