@@ -353,7 +353,7 @@ def open_store(spec: str) -> Store:
     path of a SQLite file (created with its folder if missing)."""
     if spec.startswith(("postgresql://", "postgres://")):
         try:
-            from .pg_store import PostgresStore  # type: ignore[import-not-found]
+            from .pg_store import PostgresStore
         except ImportError as exc:
             raise StoreUnavailable(
                 f"a PostgreSQL inbox needs the postgres extra ({exc}): "
