@@ -255,6 +255,10 @@ def build(
         f"signature: {bundle.signature_state}"
         + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else "")
     )
+    for audience, other in built.bundles.items():
+        assert config.audiences is not None
+        where = out if other is bundle else os.path.relpath(config.audiences.folder(audience))
+        click.echo(f"audience {audience}: {other.manifest.signed.docs} docs -> {where}")
 
 
 def _signing_key(

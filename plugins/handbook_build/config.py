@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import rules, site_config
+from .audiences import AudienceSettings
 from .errors import ConfigError
 from .findings import Finding, Level, Severity
 from .includes import Configured, configured
@@ -61,6 +62,8 @@ class Config:
     """Set for a site whose pages were not written for Handbook."""
     reviews: ReviewSettings | None
     """Set for a library that declares reviewers (pedigree)."""
+    audiences: AudienceSettings | None
+    """Set for a library whose docs are not all for everyone."""
     docs_dir: Path
     config_path: Path
     site_dir: Path

@@ -133,6 +133,16 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
             raise PluginError(f"handbook: {exc}") from None
         _log_findings(built.findings)
         self.bundle = built.bundle
+        if settings.audiences is not None:  # the site is one audience's: the others' pages go
+            self.bundle = built.for_audience(settings.audiences.site)
+            shown = {doc.source for doc in self.bundle.catalog.docs}
+            for page in list(files.documentation_pages()):
+                withheld = any(
+                    page.src_uri in {d.source for d in b.catalog.docs}
+                    for b in built.bundles.values()
+                )
+                if withheld and page.src_uri not in shown:
+                    files.remove(page)
         self.pedigrees = pages.pedigrees(built.bundle)
         catalog = built.bundle.catalog
         self.docs = pages.by_source(catalog.docs)

@@ -24,6 +24,7 @@ from handbook.manifest import utc_seconds
 from handbook.signing import PublicKey
 
 from . import rules
+from .audiences import AUDIENCE, AudienceSettings
 from .findings import LEVELS, Finding, Level, Severity
 from .snippets import load as load_validator
 
@@ -409,6 +410,50 @@ def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | N
     )
 
 
+_AUDIENCE_KEYS = ("include", "default", "site", "bundles_dir")
+
+
+def _check_audiences(value: Any, key: str, errors: Problems) -> AudienceSettings | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        errors.add(key, f"must be a mapping ({', '.join(_AUDIENCE_KEYS)})")
+        return None
+    for name in sorted(set(value) - set(_AUDIENCE_KEYS), key=str):
+        errors.add(f"{key}.{name}", f"unknown key; expected one of: {', '.join(_AUDIENCE_KEYS)}")
+    include = value.get("include")
+    if not isinstance(include, dict) or not include:
+        errors.add(f"{key}.include", "must map each audience to the audiences it also reads")
+        return None
+    declared: dict[str, tuple[str, ...]] = {}
+    for name, reads in include.items():
+        if not isinstance(name, str) or not AUDIENCE.fullmatch(name):
+            errors.add(
+                f"{key}.include", f"{name!r} is not an audience name like staff or customer:acme"
+            )
+        elif reads is not None and not _str_list(reads):
+            errors.add(f"{key}.include.{name}", "must be a list of audiences")
+        else:
+            declared[name] = tuple(reads or ())
+    for name, reads in declared.items():
+        for other in reads:
+            if other not in declared:
+                errors.add(f"{key}.include.{name}", f"{other!r} is not a declared audience")
+    chosen = {}
+    for field_name in ("default", "site"):
+        chosen[field_name] = value.get(field_name, "public")
+        if chosen[field_name] not in declared:
+            errors.add(
+                f"{key}.{field_name}",
+                f"{chosen[field_name]!r} is not a declared audience ({', '.join(declared)})",
+            )
+    folder = value.get("bundles_dir", "build/bundles")
+    if not isinstance(folder, str) or not folder:
+        errors.add(f"{key}.bundles_dir", "must be a folder path")
+        folder = "build/bundles"
+    return AudienceSettings(declared, chosen["default"], chosen["site"], errors.base / folder)
+
+
 LAYOUTS = ("site", "skills")
 
 
@@ -669,6 +714,35 @@ OPTIONS: tuple[Option, ...] = (
             `list` and `search` take `lang` to keep to one language; `status` counts
             documents, indexed documents and verified documents per language, apart.
             Default: none (docs without `lang` have no language).
+        """),
+    ),
+    Option(
+        "audiences",
+        dict,
+        None,
+        _check_audiences,
+        "Who may read which docs: one bundle per audience.",
+        cleandoc("""
+            Declares the library's audiences and which include which: `include` maps
+            each audience to the audiences whose docs its readers also read (`staff:
+            [public]`: staff read public docs too). A doc names its audience in
+            frontmatter (`audience: staff`), else it is `default`'s (default `public`).
+            One build emits one signed bundle per audience, holding only the docs its
+            readers may read and no trace of the others: `default`'s bundle where the
+            bundle always goes (`bundle_dir`), each other one in
+            `bundles_dir/<audience>/` (default `build/bundles`; `customer:acme` becomes
+            `customer-acme`). The audience is signed in each manifest. The site for
+            people is built for `site` (default `public`). A link from a doc to a doc
+            some of its readers may not read is an error (HB902); an unknown audience
+            too (HB901). See the [access guide](../guide/access.md).
+
+            ```yaml
+            audiences:
+              include:
+                public: []
+                staff: [public]
+                customer:acme: [public]
+            ```
         """),
     ),
     Option(

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -24,8 +24,9 @@ from handbook.catalog import Catalog
 from handbook.manifest import utc_seconds, utc_time
 from handbook.records import Record, Review
 
-from . import rules, skills, snippets
+from . import audiences, rules, skills, snippets
 from .adopt import IdLedger, derive
+from .audiences import visible
 from .config import Config
 from .emit import emit, entry_of, index_entries
 from .errors import BuildError, EmbeddingError
@@ -87,7 +88,12 @@ class BuildResult:
     findings: list[Finding]
     """The check's findings (warnings only, or the build would have failed)."""
     bundle: Bundle
-    """The published bundle, as verified by the runtime."""
+    """The published bundle, as verified by the runtime: the default audience's."""
+    bundles: Mapping[str, Bundle] = field(default_factory=dict)
+    """Every audience's bundle, by audience (empty for a library without audiences)."""
+
+    def for_audience(self, audience: str | None) -> Bundle:
+        return self.bundles.get(audience or "", self.bundle)
 
 
 def build(
@@ -101,11 +107,38 @@ def build(
     """Check, emit, seal and publish. Raises `BuildError` (nothing written) when the check
     fails, `PublishError` when `out` is reached through a symbolic link; the previous
     bundle at `out` stays in place on any failure."""
-    check_output(out, config.config_path.parent, versions_dir(Path(os.path.abspath(out))))
-    with _no_cycle_collection(), staging(out) as writer:
-        findings = _write(config, writer, key, strict, progress)
-        bundle = publish(writer, out, key)
-    return BuildResult(findings, bundle)
+    settings = config.audiences
+    targets = {None: out} if settings is None else {
+        a: out if a == settings.default else settings.folder(a) for a in settings.includes
+    }  # fmt: skip
+    for target in targets.values():
+        check_output(target, config.config_path.parent, versions_dir(Path(os.path.abspath(target))))
+    with _no_cycle_collection():
+        per_doc = settings is None and not _omitting(config)
+        index = LunrIndex()
+        result = check(
+            config,
+            progress,
+            on_doc=(lambda d: index.extend(index_entries([d]))) if per_doc else None,
+        )
+        if result.failed(strict):
+            raise BuildError(result.findings, len(result.docs))
+        docs = [doc for doc in result.docs if doc.path not in result.omitted]
+        bundles: dict[str, Bundle] = {}
+        for audience, target in targets.items():
+            chosen = docs if settings is None else visible(docs, str(audience), settings)
+            with staging(target) as writer:
+                if not per_doc:
+                    index = LunrIndex()  # which docs an audience reads is known once all are read
+                    index.extend(index_entries(chosen))
+                _write(config, writer, key, result, chosen, index, audience)
+                bundles[str(audience)] = publish(writer, target, key)
+    default = bundles[str(settings.default if settings else None)]
+    return BuildResult(result.findings, default, bundles if settings else {})
+
+
+def _omitting(config: Config) -> bool:
+    return config.reviews is not None and config.reviews.unapproved == "omit"
 
 
 def shipped(result: CheckResult) -> list[Record]:
@@ -121,22 +154,17 @@ def _write(
     config: Config,
     writer: BundleWriter,
     key: Ed25519PrivateKey | None,
-    strict: bool,
-    progress: Callable[[int, int], None] | None,
-) -> list[Finding]:
-    """Check, index (as docs arrive), emit and seal. Docs and index are gone once this
-    returns, which leaves the memory to the verification that follows."""
-    index = LunrIndex()
-    omitting = config.reviews is not None and config.reviews.unapproved == "omit"
-    indexing = None if omitting else (lambda doc: index.extend(index_entries([doc])))
-    result = check(config, progress, on_doc=indexing)
-    if result.failed(strict):
-        raise BuildError(result.findings, len(result.docs))
-    docs = [doc for doc in result.docs if doc.path not in result.omitted]
-    if omitting:  # which docs are left out is known only once every doc is read
-        index.extend(index_entries(docs))
+    result: CheckResult,
+    docs: list[Doc],
+    index: LunrIndex,
+    audience: str | None,
+) -> None:
+    """Emit and seal one bundle of `docs` (an audience's, or every doc), `index` holding
+    their entries."""
     built_at = build_time()
-    catalog = emit(docs, config, built_at, writer, index, result.resources, shipped(result))
+    ids = {(doc.id, doc.meta.get("lang")) for doc in docs}
+    records = [r for r in shipped(result) if not isinstance(r, Review) or (r.doc, r.lang) in ids]
+    catalog = emit(docs, config, built_at, writer, index, result.resources, records)
     if config.semantic:
         _embed(writer, catalog)
     expires = expiry(built_at, config.expires) if config.expires else None
@@ -147,8 +175,8 @@ def _write(
         docs=len(docs),
         key=key,
         expires=expires,
+        audience=audience,
     )
-    return result.findings
 
 
 def _embed(writer: BundleWriter, catalog: Catalog) -> None:
@@ -231,6 +259,7 @@ def check(
         if progress:
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))
+    findings.extend(audiences.check(docs, config.audiences))
     findings.extend(check_resources(config, found.resources))
     reviewed = Reviewed()
     if config.reviews is not None:

@@ -532,3 +532,24 @@ PEDIGREE_FIELD = _rule(
     successor="`superseded_by` names {successor!r}, which the library does not have",
     self_successor="`superseded_by` names the doc itself",
 )
+
+
+# -- audiences: who may read which docs ----------------------------------------------------------
+
+AUDIENCE_UNKNOWN = _rule(
+    "HB901",
+    "audience-unknown",
+    ERROR,
+    "A doc's `audience` is not one the library declares under `audiences.include`.",
+    "audience {value!r} is not declared; declared: {declared}",
+    undeclared="`audience` is set, but the library declares no audiences: add `audiences:` "
+    "to its configuration, or remove the field",
+)
+AUDIENCE_LINK = _rule(
+    "HB902",
+    "audience-link",
+    ERROR,
+    "A doc links to a doc some of its readers may not read: the link would leak it.",
+    "links to {target} (audience {narrower}), which readers of {audience} may not read; "
+    "link to a doc of a wider audience, or narrow this doc's audience",
+)

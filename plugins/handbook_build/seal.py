@@ -85,6 +85,7 @@ class BundleWriter:
         docs: int,
         key: Ed25519PrivateKey | None,
         expires: str | None = None,
+        audience: str | None = None,
     ) -> Manifest:
         """Sign the list of written files and write the manifest, last."""
         signed = Signed(
@@ -94,6 +95,7 @@ class BundleWriter:
             files=dict(sorted(self.files.items())),
             docs=docs,
             expires=expires,
+            audience=audience,
         )
         signatures = (sign(key, MANIFEST_TAG, signed.to_dict()),) if key is not None else ()
         manifest = Manifest(signed, signatures)

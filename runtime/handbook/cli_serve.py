@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
+from .audiences import AudienceRouter
 from .cli_queries import Sources, bundle_options
 from .connections import Limits
 from .errors import HandbookError, KeyFormatError
 from .gate import DEFAULT_BURST, DEFAULT_RATE
 from .inbox import Inbox, Writable
-from .principals import TOKENS_FILE_ENV, Principals, add_token
+from .library import Library
+from .principals import PUBLIC, TOKENS_FILE_ENV, Principals, add_token
+from .served import Served
+from .shelf import Shelf
 from .signing import PublicKey
 from .stores import Caps, StoreUnavailable, open_store
 
@@ -199,6 +203,7 @@ def serve(
 
     principals = _principals(token, tokens_file)
     served, watched = sources.open()
+    served = by_audience(served, watched, principals)
     if inbox is not None:
         if principals is None and not inbox.agents:
             raise click.UsageError(
@@ -234,6 +239,31 @@ def serve(
     )
 
 
+def by_audience(
+    served: Served, libraries: Mapping[str, Library], principals: Principals | None
+) -> Served:
+    """`served` as it is, or, when its bundles were built for audiences, an
+    `AudienceRouter` serving each principal its audience's bundles only."""
+    groups: dict[str, list[Library]] = {}
+    for library in libraries.values():
+        audience = library.bundle.manifest.signed.audience
+        groups.setdefault(audience or PUBLIC, []).append(library)
+    if set(groups) <= {PUBLIC} and not any(
+        lib.bundle.manifest.signed.audience for lib in libraries.values()
+    ):
+        return served
+    if set(groups) - {PUBLIC} and principals is None:
+        raise click.UsageError(
+            f"the bundles are for audiences {', '.join(sorted(groups))}: serving any but "
+            "public needs --tokens (each principal's audience= says which it reads)"
+        )
+    router = AudienceRouter(
+        {a: libs[0] if len(libs) == 1 else Shelf(libs) for a, libs in groups.items()},
+        principals,
+    )
+    return cast(Served, router)
+
+
 def _principals(token: str | None, tokens_file: str | None) -> Principals | None:
     if token and tokens_file:
         raise click.UsageError("give --token or --tokens, not both")
@@ -267,11 +297,16 @@ def token() -> None:
     type=click.Path(dir_okay=False),
     help=f"The tokens file (or ${TOKENS_FILE_ENV}).",
 )
-def add(name: str, tokens_file: str) -> None:
+@click.option(
+    "--audience",
+    metavar="AUDIENCE",
+    help="The audience whose bundle NAME reads (a library built for audiences) [default: public].",
+)
+def add(name: str, tokens_file: str, audience: str | None) -> None:
     """Make a new random token for principal NAME, store its digest in the tokens file,
     and print the token — the only time it is shown."""
     try:
-        made = add_token(tokens_file, name)
+        made = add_token(tokens_file, name, audience)
     except (HandbookError, OSError) as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(made)

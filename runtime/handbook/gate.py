@@ -21,11 +21,12 @@ import math
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .audiences import CURRENT_PRINCIPAL
 from .principals import Principals
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -66,8 +67,11 @@ class Gate:
         protected: tuple[str, ...] = (),
         rate: float = 0.0,
         burst: int = 0,
+        admits: Callable[[str | None], bool] | None = None,
     ) -> None:
         self.app, self.hosts, self.principals, self.protected = app, hosts, principals, protected
+        self.admits = admits
+        """With audiences: whether a principal's audience is served (403 otherwise)."""
         self.rate, self.burst = rate, max(burst, 1)
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
@@ -105,6 +109,23 @@ class Gate:
                 )
                 return
             scope.setdefault("state", {})["principal"] = principal
+            if self.admits is not None and not self.admits(principal):
+                message = f"principal {principal!r} has no audience served here"
+                await _refuse(send, 403, "forbidden", message)
+                return
+            reset = CURRENT_PRINCIPAL.set(principal)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                CURRENT_PRINCIPAL.reset(reset)
+            return
+        if (
+            self.admits is not None
+            and not self.admits(None)
+            and scope["path"].startswith(self.protected)
+        ):
+            await _refuse(send, 401, "unauthorized", "send Authorization: Bearer <token>")
+            return
         await self.app(scope, receive, send)
 
     def _origin_ok(self, origin: str) -> bool:

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from .audiences import AudienceRouter
 from .bundle import Bundle
 from .dispatch import call, failure, from_text
 from .errors import BundleError, HandbookError, SkillsError
@@ -184,6 +185,7 @@ def create_app(
         protected=protected,
         rate=rate,
         burst=burst,
+        admits=served.admits if isinstance(served, AudienceRouter) else None,
     )
 
 

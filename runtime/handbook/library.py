@@ -153,6 +153,7 @@ class Library(SnapshotTools):
         allow_http: bool = False,
         trust: TrustPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        expect_audience: str | None = None,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
@@ -164,7 +165,8 @@ class Library(SnapshotTools):
         accepted, `cache_dir` and `state_dir` place the download cache and the version
         high-water file, `timeout` bounds each whole download (seconds), and `allow_http`
         permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
-        the time pedigrees are derived at (tests pass a fixed one)."""
+        the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
+        pins the audience the signature must cover (a library with audiences)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,
@@ -173,6 +175,7 @@ class Library(SnapshotTools):
             allow_rollback=allow_rollback,
             state_dir=state_dir,
             allow_http=allow_http,
+            expect_audience=expect_audience,
         )
 
         def opener(hash_all: bool = True) -> Bundle:

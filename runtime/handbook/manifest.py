@@ -85,10 +85,19 @@ class Signed(NamedTuple):
     docs: int
     expires: str | None = None
     spec: str = SPEC
+    audience: str | None = None
+    """Who may read the bundle (a library with audiences): signed, so one audience's
+    bundle can never be served or accepted as another's."""
     unrecognized: Mapping[str, Any] = MappingProxyType({})
     """Signed keys this reader does not know, kept as they are (the format's version
     policy: a newer minor revision may add optional keys, and readers of the same major
     version accept them)."""
+
+    @property
+    def identity(self) -> str:
+        """What update safety is kept per: the library, and its audience when it has one
+        (an audience's versions never count as another's)."""
+        return self.library if self.audience is None else f"{self.library}@{self.audience}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -101,6 +110,8 @@ class Signed(NamedTuple):
         }
         if self.expires is not None:
             out["expires"] = self.expires
+        if self.audience is not None:
+            out["audience"] = self.audience
         return {**self.unrecognized, **out}
 
     @classmethod
@@ -111,7 +122,7 @@ class Signed(NamedTuple):
                 "(a bundle of another major version: use a Handbook release that reads it)"
             )
         known = {"spec", "library", "version", "built_at", "files", "docs"}
-        _require_keys(data, "signed", known, {"expires"}, open_ended=True)
+        _require_keys(data, "signed", known, {"expires", "audience"}, open_ended=True)
         for key in ("library", "version"):
             _require_type(data[key], str, f"signed.{key}")
         for key in ("built_at", "expires"):
@@ -124,6 +135,8 @@ class Signed(NamedTuple):
                     f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z"
                 )
         _require_type(data["docs"], int, "signed.docs")
+        if "audience" in data:
+            _require_type(data["audience"], str, "signed.audience")
         _require_type(data["files"], dict, "signed.files")
         files = _files(data["files"])
         return cls(
@@ -134,7 +147,10 @@ class Signed(NamedTuple):
             data["docs"],
             data.get("expires"),
             data["spec"],
-            MappingProxyType({k: v for k, v in data.items() if k not in known | {"expires"}}),
+            data.get("audience"),
+            MappingProxyType(
+                {k: v for k, v in data.items() if k not in known | {"expires", "audience"}}
+            ),
         )
 
 

@@ -8,12 +8,13 @@ and a presented token is hashed and compared in constant time.
 
 The tokens file (``--tokens FILE`` or ``$HANDBOOK_TOKENS_FILE``)::
 
-    # principal   digest of its token
+    # principal   digest of its token                                              audience
     ci            sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
-    support-bot   sha256:…
+    support-bot   sha256:…  audience=staff
 
-`handbook token add NAME --tokens FILE` makes a new random token, appends its digest,
-and prints the token once.
+`handbook token add NAME --tokens FILE [--audience A]` makes a new random token, appends
+its digest, and prints the token once. A principal reads the bundle of its audience
+(`public` when none is given), and only that one (`handbook.audiences`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,14 @@ from pathlib import Path
 from .errors import HandbookError
 
 TOKENS_FILE_ENV = "HANDBOOK_TOKENS_FILE"
+PUBLIC = "public"
+"""The audience of a principal the tokens file gives none, and of a bundle without one."""
 _LINE = re.compile(
-    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.@-]{0,63})\s+sha256:(?P<digest>[0-9a-f]{64})$"
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.@-]{0,63})\s+sha256:(?P<digest>[0-9a-f]{64})"
+    r"(?:\s+audience=(?P<audience>[a-z][a-z0-9_-]*(?::[a-z0-9][a-z0-9_.-]*)?))?$"
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+_AUDIENCE = re.compile(r"^[a-z][a-z0-9_-]*(:[a-z0-9][a-z0-9_.-]*)?$")
 
 
 class TokensFileError(HandbookError):
@@ -42,8 +47,16 @@ class TokensFileError(HandbookError):
 class Principals:
     """Bearer token digests -> principal names."""
 
-    def __init__(self, digests: Mapping[str, str]) -> None:
+    def __init__(
+        self, digests: Mapping[str, str], audiences: Mapping[str, str] | None = None
+    ) -> None:
         self._digests = dict(digests)
+        self._audiences = dict(audiences or {})
+
+    def audience_of(self, principal: str | None) -> str:
+        """The audience whose bundle a principal reads (`audience=` in the tokens file):
+        `public` unless the operator says otherwise."""
+        return self._audiences.get(principal or "", PUBLIC)
 
     @classmethod
     def single(cls, token: str, name: str = "token") -> Principals:
@@ -53,6 +66,7 @@ class Principals:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Principals:
         digests: dict[str, str] = {}
+        audiences: dict[str, str] = {}
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -65,7 +79,7 @@ class Principals:
             match = _LINE.fullmatch(" ".join(line.split()))
             if match is None:
                 raise TokensFileError(
-                    f"{path}:{number}: not `<principal> sha256:<64 hex>`; "
+                    f"{path}:{number}: not `<principal> sha256:<64 hex> [audience=NAME]`; "
                     "add tokens with `handbook token add NAME --tokens FILE`"
                 )
             if match["name"] in names:
@@ -74,7 +88,9 @@ class Principals:
                 )
             names.add(match["name"])
             digests[match["digest"]] = match["name"]
-        return cls(digests)
+            if match["audience"]:
+                audiences[match["name"]] = match["audience"]
+        return cls(digests, audiences)
 
     def __bool__(self) -> bool:
         return bool(self._digests)
@@ -94,18 +110,22 @@ class Principals:
         return found
 
 
-def add_token(path: str | os.PathLike[str], name: str) -> str:
+def add_token(path: str | os.PathLike[str], name: str, audience: str | None = None) -> str:
     """Append a new principal with a fresh random token to the tokens file (created
     with mode 0600); the token, which is stored nowhere."""
     if not _NAME.fullmatch(name):
         raise TokensFileError(f"{name!r} is not a principal name (letters, digits, _ . @ -)")
+    if audience is not None and not _AUDIENCE.fullmatch(audience):
+        raise TokensFileError(f"{audience!r} is not an audience name like staff or customer:acme")
     target = Path(path)
     if target.exists() and name in Principals.load(target).names:
         raise TokensFileError(f"{target}: principal {name!r} already has a token")
     token = secrets.token_urlsafe(32)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(f"{name} sha256:{_digest(token)}\n")
+        fh.write(
+            f"{name} sha256:{_digest(token)}" + (f" audience={audience}" if audience else "") + "\n"
+        )
     return token
 
 

@@ -101,7 +101,7 @@ def fetch(
     # Only a verified signature moves or consults the version mark: an unsigned bundle
     # accepted under allow_unsigned says nothing about what the signers published.
     if signed_by and not trust.allow_rollback:
-        marks.check(signed.library, trust.keys, signed.version, digest)
+        marks.check(signed.identity, trust.keys, signed.version, digest)
 
     objects = cache / "objects"
     objects.mkdir(parents=True, exist_ok=True)
@@ -119,7 +119,7 @@ def fetch(
         _assemble(folder, objects, raw, signed.files)
         open_bundle(folder, trust=trust, hash_all=True)  # as any local bundle
     if signed_by:
-        marks.accept(signed.library, trust.keys, signed.version, digest, url)
+        marks.accept(signed.identity, trust.keys, signed.version, digest, url)
     return folder
 
 

@@ -37,6 +37,9 @@ class TrustPolicy:
     """Fetch a remote bundle over plain http from a host that is not loopback."""
     redirect_hosts: frozenset[str] = frozenset()
     """Hosts a remote bundle's server may redirect to besides its own (a CDN)."""
+    expect_audience: str | None = None
+    """The audience the signature must cover: one audience's bundle is never accepted
+    as another's (a bundle without an audience is refused too)."""
 
     @classmethod
     def of(
@@ -50,6 +53,7 @@ class TrustPolicy:
         state_dir: str | os.PathLike[str] | None = None,
         allow_http: bool = False,
         redirect_hosts: Iterable[str] = (),
+        expect_audience: str | None = None,
     ) -> TrustPolicy:
         """A policy from key strings (parsed now: a malformed key is a `KeyFormatError`
         here, not later) and the environment's keys."""
@@ -62,6 +66,7 @@ class TrustPolicy:
             Path(state_dir) if state_dir is not None else None,
             allow_http,
             frozenset(redirect_hosts),
+            expect_audience,
         )
 
     def check(self, manifest: Manifest, where: str | os.PathLike[str] = "") -> tuple[str, ...]:
@@ -80,5 +85,10 @@ class TrustPolicy:
         if self.expect_library is not None and library != self.expect_library:
             raise LibraryMismatchError(
                 f"{where}: signed for library {library!r}, not {self.expect_library!r}"
+            )
+        audience = manifest.signed.audience
+        if self.expect_audience is not None and audience != self.expect_audience:
+            raise LibraryMismatchError(
+                f"{where}: signed for audience {audience!r}, not {self.expect_audience!r}"
             )
         return tuple(signed_by)

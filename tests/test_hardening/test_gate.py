@@ -124,7 +124,9 @@ def test_principals_from_a_tokens_file(library: Library, site: Path, tmp_path: P
 def test_a_malformed_tokens_file_names_its_line(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("# principals\nalice sha256:" + "a" * 64 + "\nbob plain-token\n")
-    with pytest.raises(TokensFileError, match=r"tokens:3: not `<principal> sha256:<64 hex>`"):
+    with pytest.raises(
+        TokensFileError, match=r"tokens:3: not `<principal> sha256:<64 hex> \[audience=NAME\]`"
+    ):
         Principals.load(tokens)
 
 

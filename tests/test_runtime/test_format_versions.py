@@ -37,11 +37,9 @@ def relist(folder: Path, signed: dict[str, Any], name: str) -> None:
 
 
 def test_a_new_signed_key_is_accepted_and_kept(plant_floor_bundle: Path, tmp_path: Path) -> None:
-    folder = rewrite(
-        plant_floor_bundle, tmp_path, lambda _, signed: signed.update(audience="public")
-    )
+    folder = rewrite(plant_floor_bundle, tmp_path, lambda _, signed: signed.update(provenance="ci"))
     lib = Library.open(folder, [PUBLIC])
-    assert lib.bundle.manifest.signed.unrecognized == {"audience": "public"}
+    assert lib.bundle.manifest.signed.unrecognized == {"provenance": "ci"}
     assert lib.bundle.manifest.to_bytes() == (folder / "manifest.json").read_bytes()
     assert lib.get("device.acme.ac200")["found"] is True
     assert run_cli("verify", str(folder), "--key", PUBLIC).exit_code == 0

@@ -1,0 +1,125 @@
+"""Audiences: which readers may read which docs, decided by what is shipped.
+
+A library declares its audiences and which include which (`staff` reads what `public`
+reads); a doc names its audience in frontmatter (`audience: staff`), else the library's
+default. One build emits one bundle per audience holding only the docs its readers may
+read — not a filter at query time, so a restricted doc is never in a bundle, a site or
+an answer a reader is not entitled to. The default audience's bundle is where a bundle
+always was; the others go to `bundles_dir/<audience>/`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from markdown_it import MarkdownIt
+
+from . import rules
+from .findings import Finding
+from .parse import Doc
+
+AUDIENCE = re.compile(r"^[a-z][a-z0-9_-]*(:[a-z0-9][a-z0-9_.-]*)?$")
+"""`public`, `staff`, `customer:acme`: a word, optionally qualified."""
+FIELD = "audience"
+
+
+@dataclass(frozen=True)
+class AudienceSettings:
+    """The `audiences` option."""
+
+    includes: Mapping[str, tuple[str, ...]]
+    """Audience -> the audiences whose docs its readers also read (directly)."""
+    default: str
+    """The audience of a doc that names none; its bundle is at `bundle_dir`."""
+    site: str
+    """The audience the site for people is built for."""
+    bundles_dir: Path
+
+    def reads(self, audience: str) -> frozenset[str]:
+        """Every audience whose docs a reader of `audience` may read (itself included)."""
+        seen: set[str] = set()
+        todo = [audience]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(self.includes.get(name, ()))
+        return frozenset(seen)
+
+    def readers(self, audience: str) -> frozenset[str]:
+        """Every audience whose readers may read docs of `audience`."""
+        return frozenset(a for a in self.includes if audience in self.reads(a))
+
+    def narrower(self, source: str, target: str) -> bool:
+        """Whether some reader of `source` may not read `target` (a link would leak)."""
+        return not self.readers(source) <= self.readers(target)
+
+    def folder(self, audience: str) -> Path:
+        """Where the bundle of an audience other than the default goes."""
+        return self.bundles_dir / audience.replace(":", "-")
+
+
+def audience_of(meta: Mapping[str, Any], settings: AudienceSettings) -> str:
+    value = meta.get(FIELD)
+    return value if isinstance(value, str) else settings.default
+
+
+def visible(docs: Iterable[Any], audience: str, settings: AudienceSettings) -> list[Any]:
+    """The docs a reader of `audience` may read (by each doc's `meta`)."""
+    allowed = settings.reads(audience)
+    return [doc for doc in docs if audience_of(doc.meta, settings) in allowed]
+
+
+def check(docs: Sequence[Doc], settings: AudienceSettings | None) -> Iterator[Finding]:
+    """An undeclared audience (HB901), and a link to a doc some readers of the linking
+    doc may not read (HB902)."""
+    if settings is None:
+        for doc in docs:
+            if FIELD in doc.meta or FIELD in doc.fields:
+                line, col, _ = doc.value_at(FIELD)
+                yield rules.AUDIENCE_UNKNOWN.at(doc.path, line, col, variant="undeclared")
+        return
+    by_path = {doc.path: doc for doc in docs}
+    for doc in docs:
+        value = doc.meta.get(FIELD, settings.default)
+        if value not in settings.includes:
+            line, col, _ = doc.value_at(FIELD)
+            declared = ", ".join(settings.includes)
+            yield rules.AUDIENCE_UNKNOWN.at(doc.path, line, col, value=value, declared=declared)
+            continue
+        for line, target in links(doc):
+            other = by_path.get(target)
+            if other is None:
+                continue
+            narrower = audience_of(other.meta, settings)
+            if narrower in settings.includes and settings.narrower(value, narrower):
+                yield rules.AUDIENCE_LINK.at(
+                    doc.path, line, 1, target=other.id or other.path, narrower=narrower,
+                    audience=value,
+                )  # fmt: skip
+
+
+_md = MarkdownIt("commonmark")
+
+
+def links(doc: Doc) -> Iterator[tuple[int, str]]:
+    """(line, target path in the docs root) of each relative link to a markdown file."""
+    for token in _md.parse(doc.body):
+        for child in token.children or ():
+            if child.type != "link_open":
+                continue
+            href = str(child.attrGet("href") or "")
+            path = urlsplit(href).path
+            if not path or "://" in href or href.startswith(("/", "#", "mailto:")):
+                continue
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(doc.path), unquote(path)))
+            if target.endswith("/"):
+                target += "index.md"
+            line = doc.body_line + (token.map[0] if token.map else 0)
+            yield line, target if target.endswith(".md") else f"{target}.md"

@@ -1,0 +1,44 @@
+"""Serving several audiences' bundles at once: each request reads its principal's only.
+
+A library with audiences is built into one signed bundle per audience (the audience is
+in the manifest). `handbook serve` given several of them serves an `AudienceRouter`:
+the same tools, answered by the bundle of the asking principal's audience (the tokens
+file's `audience=`, else `public`). The gate sets who is asking for the request
+(`CURRENT_PRINCIPAL`) and refuses a principal whose audience is not served, so the
+router never guesses: a restricted doc answers like an unknown one to everyone else,
+because it is not in what they are served.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Mapping
+from typing import Any
+
+from .principals import PUBLIC, Principals
+from .served import Served
+
+CURRENT_PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "handbook_principal", default=None
+)
+"""Who is asking, for the request being answered (set by `handbook.gate.Gate`)."""
+
+
+class AudienceRouter:
+    """A `Served` whose every call is answered by the current principal's audience."""
+
+    def __init__(self, by_audience: Mapping[str, Served], principals: Principals | None) -> None:
+        self.by_audience, self.principals = dict(by_audience), principals
+
+    def audience(self, principal: str | None) -> str:
+        return self.principals.audience_of(principal) if self.principals else PUBLIC
+
+    def admits(self, principal: str | None) -> bool:
+        """Whether the principal's audience is served here (the gate refuses others)."""
+        return self.audience(principal) in self.by_audience
+
+    def current(self) -> Served:
+        return self.by_audience[self.audience(CURRENT_PRINCIPAL.get())]
+
+    def __getattr__(self, name: str) -> Any:  # every tool, status, bundles, tool_context
+        return getattr(self.current(), name)

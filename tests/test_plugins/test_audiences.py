@@ -1,0 +1,152 @@
+"""Audiences (issue 21): one signed bundle per audience, holding only what its readers may
+read, with no trace of the rest; links that would leak are errors; the site is one
+audience's; an audience's bundle is never accepted as another's."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, ROOT, run_cli
+from test_mkdocs_plugin import run
+
+from handbook import Library
+from handbook.errors import LibraryMismatchError
+from handbook_build import load_config
+from handbook_build.pipeline import build
+
+EXAMPLE = ROOT / "examples" / "access"
+STAFF_ONLY = ["procedure.override", "Overriding the flow interlock", "interlock", "ZX-7731"]
+ACME_ONLY = ["note.acme-contract", "Zanzibar", "quartermaster", "Tuesdays"]
+AUDIENCE_NAMES = ["staff", "customer:acme", "customer-acme", "acme"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("access") / "access"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build"))
+    build(load_config(root / "mkdocs.yml"), root / "build" / "bundle", None)
+    return root / "build"
+
+
+def every_byte(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.resolve().rglob("*")) if p.is_file())
+
+
+def test_the_fixture_gives_exactly_the_expected_findings() -> None:
+    config = FIXTURES / "audiences-hostile" / "mkdocs.yml"
+    run_ = run_cli("check", "--explain", "--config", str(config))
+    assert run_.exit_code == 1
+    assert run_.stdout == (config.parent / "expected.txt").read_text(encoding="utf-8")
+
+
+def test_each_audience_gets_its_own_signed_bundle(built: Path) -> None:
+    public = Library.open(built / "bundle", allow_unsigned=True)
+    staff = Library.open(built / "bundles" / "staff", allow_unsigned=True)
+    acme = Library.open(built / "bundles" / "customer-acme", allow_unsigned=True)
+    ids = {name: sorted(d["id"] for d in lib.list()["docs"]) for name, lib in
+           (("public", public), ("staff", staff), ("acme", acme))}  # fmt: skip
+    assert ids == {
+        "public": ["guide.reset", "index"],
+        "staff": ["guide.reset", "index", "procedure.override"],
+        "acme": ["guide.reset", "index", "note.acme-contract"],
+    }
+    assert public.bundle.manifest.signed.audience == "public"
+    assert staff.bundle.manifest.signed.audience == "staff"
+    assert staff.bundle.manifest.signed.identity == "access-example@staff"
+
+
+@pytest.mark.parametrize(
+    ("bundle", "hidden"),
+    [
+        ("bundle", STAFF_ONLY + ACME_ONLY + AUDIENCE_NAMES),
+        ("bundles/staff", [*ACME_ONLY, "customer:acme", "customer-acme"]),
+        ("bundles/customer-acme", STAFF_ONLY),
+    ],
+)
+def test_no_trace_of_what_an_audience_may_not_read(
+    built: Path, bundle: str, hidden: list[str]
+) -> None:
+    """Every byte of every file of the bundle (catalog, search file, lunr index, tools,
+    llms.txt, content, manifest): no id, title, distinctive word or audience name."""
+    data = every_byte(built / bundle).lower()
+    assert [word for word in hidden if word.lower().encode() in data] == []
+
+
+def test_a_restricted_id_answers_like_an_unknown_one(built: Path) -> None:
+    public = Library.open(built / "bundle", allow_unsigned=True)
+
+    def masked(answer: object, doc_id: str) -> str:
+        return str(answer).replace(doc_id, "ID")
+
+    assert masked(public.get("procedure.override"), "procedure.override") == masked(
+        public.get("procedure.zzzzzzzz"), "procedure.zzzzzzzz"
+    )
+    assert public.search("interlock")["hits"] == public.search("qwertyuiop")["hits"] == []
+    collected = public.collect(ids=["note.acme-contract"])
+    assert [o["reason"] for o in collected["omissions"]] == ["unknown_identity"]
+
+
+def test_an_audience_s_bundle_is_never_accepted_as_another_s(built: Path) -> None:
+    with pytest.raises(LibraryMismatchError, match="signed for audience 'staff', not 'public'"):
+        Library.open(built / "bundles" / "staff", allow_unsigned=True, expect_audience="public")
+    assert Library.open(built / "bundle", allow_unsigned=True, expect_audience="public")
+
+
+def test_the_site_is_built_for_one_audience(tmp_path: Path) -> None:
+    root = tmp_path / "access"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build"))
+    done = run("mkdocs", "build", "--site-dir", str(root / "site"), cwd=root)
+    assert done.returncode == 0, done.stderr
+    pages = {p.relative_to(root / "site").as_posix() for p in (root / "site").rglob("*.html")}
+    assert "guides/reset/index.html" in pages
+    assert not [p for p in pages if p.startswith(("staff/", "customers/"))]
+    assert [
+        w for w in STAFF_ONLY + ACME_ONLY if w.lower().encode() in every_byte(root / "site").lower()
+    ] == []
+
+
+def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path) -> None:
+    """A token for customer:acme never sees staff's docs nor the reverse; a principal
+    whose audience is not served is refused; the bundle files follow the audience too."""
+    from conftest import get_json, live, request
+
+    from handbook.cli_serve import by_audience
+    from handbook.http import create_app
+    from handbook.mcp import http_app
+    from handbook.principals import Principals, add_token
+
+    tokens = tmp_path / "tokens"
+    made = {
+        name: add_token(tokens, name, audience)
+        for name, audience in [
+            ("web", None), ("ops", "staff"), ("acme-bot", "customer:acme"), ("gone", "partner"),
+        ]
+    }  # fmt: skip
+    principals = Principals.load(tokens)
+    libraries = {
+        str(p): Library.open(built / p, allow_unsigned=True)
+        for p in ("bundle", "bundles/staff", "bundles/customer-acme")
+    }
+    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    with live(create_app(router, principals=principals, mcp=http_app(router))) as address:
+
+        def ask(name: str, path: str) -> tuple[int, dict[str, object]]:
+            return get_json(address, path, Authorization=f"Bearer {made[name]}")
+
+        def ids(name: str) -> list[str]:
+            return sorted(str(d["id"]) for d in ask(name, "/api/v1/list")[1]["docs"])  # type: ignore[index, union-attr]
+
+        assert ids("web") == ["guide.reset", "index"]
+        assert ids("ops") == ["guide.reset", "index", "procedure.override"]
+        assert ids("acme-bot") == ["guide.reset", "index", "note.acme-contract"]
+        assert ask("acme-bot", "/api/v1/get?doc_id=procedure.override")[0] == 404
+        assert ask("ops", "/api/v1/search?query=zanzibar")[1]["hits"] == []
+        status, _ = ask("gone", "/api/v1/list")
+        assert status == 403
+        assert request(address, "/api/v1/list")[0] == 401
+        _, _, catalog = request(
+            address, "/bundle/catalog.json", {"Authorization": f"Bearer {made['web']}"}
+        )
+        assert b"interlock" not in catalog.lower() and b"zanzibar" not in catalog.lower()
