@@ -31,6 +31,7 @@ from .options import (
     Problems,
     ReviewSettings,
 )
+from .personal_data import Allowed
 from .rules import RULES
 
 
@@ -56,6 +57,8 @@ class Config:
     default_lang: str | None
     semantic: bool
     """Write sentence embeddings (`vectors.bin`) for the semantic retriever."""
+    pii: Allowed
+    """The personal data that is meant to be published (HB404)."""
     layout: str
     """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None

@@ -26,6 +26,7 @@ from handbook.signing import PublicKey
 from . import rules
 from .audiences import AUDIENCE, AudienceSettings
 from .findings import LEVELS, Finding, Level, Severity
+from .personal_data import Allowed, normalised
 from .snippets import load as load_validator
 
 SEMVER = re.compile(
@@ -454,6 +455,26 @@ def _check_audiences(value: Any, key: str, errors: Problems) -> AudienceSettings
     return AudienceSettings(declared, chosen["default"], chosen["site"], errors.base / folder)
 
 
+def _check_pii(value: Any, key: str, errors: Problems) -> Allowed:
+    if not isinstance(value, dict):
+        errors.add(key, "must be a mapping with an `allow` list")
+        return Allowed()
+    for name in sorted(set(value) - {"allow"}, key=str):
+        errors.add(f"{key}.{name}", "unknown key; expected: allow")
+    allow = value.get("allow", [])
+    if not _str_list(allow):
+        errors.add(
+            f"{key}.allow",
+            "must be a list of e-mail addresses, phone numbers, IBANs or card numbers, "
+            "or patterns of them (`*@acme.example`)",
+        )
+        return Allowed()
+    for entry in allow:
+        if not normalised(entry).strip("*?"):
+            errors.add(f"{key}.allow", f"{entry!r} would allow everything; name what to allow")
+    return Allowed(tuple(allow))
+
+
 LAYOUTS = ("site", "skills")
 
 
@@ -761,6 +782,37 @@ OPTIONS: tuple[Option, ...] = (
             `collect` and `ask`; the lexical default is unchanged. It adds about 0.8 KB
             per entry to the bundle and embedding time to the build (bench/README.md).
             Default: false.
+        """),
+    ),
+    Option(
+        "pii",
+        dict,
+        {},
+        _check_pii,
+        "Personal data that is meant to be published: role addresses, example data.",
+        cleandoc(f"""
+            `allow` lists the e-mail addresses, phone numbers, IBANs and payment card
+            numbers that may appear in docs without a finding ({rules.PERSONAL_DATA.code}):
+            role addresses, a switchboard number, the example data of a payments guide.
+            An entry is a value as written, or a glob pattern of values (`*` and `?`).
+            Values are compared as `handbook check` reads them: an address in lower case,
+            a number without its spaces, dashes, dots, slashes and brackets (so
+            `+49 30 901820-0` allows `+49 (30) 9018200`; a national number is compared
+            as written, with its trunk `0`, not with a country code).
+
+            ```yaml
+            pii:
+              allow:
+                - support@acme.com        # a role address
+                - "*@status.acme.com"     # every address of one domain
+                - "+49 30 901820-0"       # the switchboard
+                - DE89 3704 0044 0532 0130 00   # the IBAN of the payments guide
+            ```
+
+            Addresses at the reserved example domains (`example.com`, `.net`, `.org`,
+            and names ending in `.example`, `.test`, `.invalid` or `.localhost`) and
+            numbers in the ranges set aside for fiction need no entry: they are
+            examples already. Default: nothing allowed.
         """),
     ),
 )

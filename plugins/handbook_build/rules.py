@@ -325,6 +325,20 @@ UNSAFE_HTML = _rule(
     url="`{scheme}` URL in {place}: following it runs script; "
     "link to an http(s) or relative address instead",
 )
+_PERSONAL = (
+    ": every reader and agent would get it; remove it, use an example, or list it under `pii.allow`"
+)
+PERSONAL_DATA = _rule(
+    "HB404",
+    "personal-data",
+    WARN,
+    "The doc holds personal data: an e-mail address, a phone number, an IBAN or a payment "
+    "card number.",
+    email="e-mail address {shown}" + _PERSONAL,
+    phone="phone number {shown}" + _PERSONAL,
+    iban="IBAN {shown} (its checksum is valid)" + _PERSONAL,
+    card="payment card number {shown} (it passes the Luhn check)" + _PERSONAL,
+)
 
 # -- snippets ---------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 
-from . import field_names, reviews, rules, schema, skills, snippets, unsafe_html
+from . import field_names, personal_data, reviews, rules, schema, skills, snippets, unsafe_html
 from .config import Config
 from .findings import Finding
 from .parse import Doc
@@ -16,8 +16,9 @@ from .parse import Doc
 def check_doc(
     doc: Doc, config: Config, validators: Mapping[str, snippets.Validator]
 ) -> list[Finding]:
-    """The rules that need only this doc: fields, their names, its pedigree fields, snippets and script in the
-    body (not looked for when the library switched HB403 off: it reads every paragraph)."""
+    """The rules that need only this doc: fields, their names, its pedigree fields,
+    snippets, script in the body and personal data (neither looked for when the library
+    switched its rule off: they read every paragraph)."""
     findings = (
         schema.check(doc, config)
         + list(
@@ -28,6 +29,8 @@ def check_doc(
     )
     if config.levels.get(rules.UNSAFE_HTML.code) != "off":
         findings += unsafe_html.check(doc)
+    if config.levels.get(rules.PERSONAL_DATA.code) != "off":
+        findings += personal_data.check(doc, config.pii)
     return findings
 
 

@@ -18,6 +18,7 @@ from .gate import DEFAULT_BURST, DEFAULT_RATE
 from .inbox import Inbox, Writable
 from .library import Library
 from .principals import PUBLIC, TOKENS_FILE_ENV, Principals, add_token
+from .request_log import KEY_ENV, RequestLog
 from .served import Served
 from .shelf import Shelf
 from .signing import PublicKey
@@ -173,6 +174,21 @@ def inbox_options(command: F) -> F:
     show_default=True,
     help="Seconds a client has to send a request's headers.",
 )
+@click.option(
+    "--log",
+    "log_target",
+    default="-",
+    show_default=True,
+    metavar="FILE",
+    help="Where the request log goes: one JSON line per tool call, over the API and MCP. "
+    "`-` for stderr, a file to append to, or `off`.",
+)
+@click.option(
+    "--log-queries",
+    is_flag=True,
+    help="Log the text of queries and questions; by default only their length and a "
+    f"keyed hash (HMAC-SHA256; the key is random per process, or ${KEY_ENV}).",
+)
 @inbox_options
 @bundle_options
 def serve(
@@ -188,6 +204,8 @@ def serve(
     burst: int,
     max_connections: int,
     header_timeout: float,
+    log_target: str,
+    log_queries: bool,
     sources: Sources,
     inbox: Inbox | None,
 ) -> None:
@@ -198,7 +216,9 @@ def serve(
     A newly published bundle is verified and swapped in without dropping requests; one
     that fails verification is refused and the old one keeps serving. Only requests
     naming this server's host are answered, each client's rate is capped, and with
-    --token or --tokens the API, MCP and bundles need a known bearer token. Ctrl-C stops."""
+    --token or --tokens the API, MCP and bundles need a known bearer token. Every tool
+    call is logged as a JSON line (--log), without the text of queries unless
+    --log-queries. Ctrl-C stops."""
     from .server import serve as run
 
     principals = _principals(token, tokens_file)
@@ -222,21 +242,40 @@ def serve(
             "read the library",
             err=True,
         )
-    run(
-        served,
-        watched,
-        host=host,
-        port=port,
-        site=site,
-        principals=principals,
-        protect_site=protect_site,
-        reload_interval=reload_interval,
-        allowed_hosts=allowed_hosts,
-        rate=rate,
-        burst=burst,
-        limits=Limits(max_connections, header_timeout),
-        announce=lambda line: click.echo(line, err=True),
-    )
+    log = _request_log(log_target, log_queries)
+    try:
+        run(
+            served,
+            watched,
+            host=host,
+            port=port,
+            site=site,
+            principals=principals,
+            protect_site=protect_site,
+            reload_interval=reload_interval,
+            allowed_hosts=allowed_hosts,
+            rate=rate,
+            burst=burst,
+            limits=Limits(max_connections, header_timeout),
+            announce=lambda line: click.echo(line, err=True),
+            log=log,
+        )
+    finally:
+        if log is not None:
+            log.close()
+
+
+def _request_log(target: str, queries: bool) -> RequestLog | None:
+    if target == "off":
+        if queries:
+            raise click.UsageError("--log-queries needs a log; --log is off")
+        return None
+    try:
+        return RequestLog.open(target, queries=queries, key=os.environ.get(KEY_ENV) or None)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"--log {target}: cannot open it ({exc.strerror})") from None
 
 
 def by_audience(

@@ -17,6 +17,9 @@ from .served import Served
 from .tool_model import Tool
 from .tools import BY_NAME, served_tools
 
+Dispatch = Callable[[Served, str, Mapping[str, Any] | None, str | None], dict[str, Any]]
+"""What the transports call a tool through: `call`, or `call` wrapped (a request log)."""
+
 
 def call(
     served: Served,

@@ -46,6 +46,7 @@ from .layout import MANIFEST, is_content
 from .manifest import utc_time
 from .openapi import API, openapi
 from .principals import Principals
+from .request_log import RequestLog
 from .served import Served
 from .site import SiteFiles
 from .skills_export import WELL_KNOWN, Published
@@ -70,13 +71,16 @@ def create_app(
     protect_site: bool = False,
     rate: float = 0.0,
     burst: int = 0,
+    log: RequestLog | None = None,
 ) -> ASGIApp:
     """The app for `served` (a `Library`, a `Shelf`, a `RemoteLibrary`, …), behind the
     `Gate`: requests must name one of `hosts` (loopback by default); with `principals`
     (or one `token`) the API, MCP and the bundles — and the site with `protect_site` —
     need a known bearer token; `rate` and `burst` cap each client's requests. `mcp` is
-    (the ASGI app to mount at /mcp, its lifespan context factory)."""
+    (the ASGI app to mount at /mcp, its lifespan context factory). With `log`, every
+    tool call of the API is written to it."""
     files = SiteFiles(site)
+    dispatch = log.caller("http") if log is not None else call
     published = Published()
 
     async def index(request: Request) -> Response:
@@ -99,8 +103,9 @@ def create_app(
                 return _json(dict(served.status()))
         except BundleError as exc:
             return _json(failure("bundle_unavailable", str(exc)), 503)
-        if tool is None:
-            return _json(call(served, name), 404)  # the table's own refusal of an unknown tool
+        principal = getattr(request.state, "principal", None)
+        if tool is None:  # the table's own refusal of an unknown tool
+            return _json(dispatch(served, name, None, principal), 404)
         if request.method == "POST":
             arguments = await _body(request)
             if isinstance(arguments, Response):
@@ -113,7 +118,7 @@ def create_app(
             arguments, problem = from_text(tool, pairs)
             if problem:
                 return _json(failure("bad_arguments", problem), 400)
-        answer = call(served, tool.name, arguments, getattr(request.state, "principal", None))
+        answer = dispatch(served, tool.name, arguments, principal)
         return _json(answer, status_of(answer))
 
     async def bundle_file(request: Request) -> Response:

@@ -25,7 +25,8 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
-from .dispatch import call, refused
+from .dispatch import Dispatch, call, refused
+from .request_log import RequestLog
 from .served import Served
 from .tools import definitions
 
@@ -38,8 +39,8 @@ MAX_PIECES = 1000
 """A doc read as a resource is fetched in at most this many answers (a bound, not a size)."""
 
 
-def build_server(served: Served) -> Server[Any]:
-    """The MCP server for `served` (any transport)."""
+def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
+    """The MCP server for `served` (any transport); tools are called through `dispatch`."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -53,7 +54,7 @@ def build_server(served: Served) -> Server[Any]:
         arguments = dict(params.arguments or {})
         principal = _principal(ctx)
         answer = await anyio.to_thread.run_sync(
-            lambda: call(served, params.name, arguments, principal)
+            lambda: dispatch(served, params.name, arguments, principal)
         )
         error = answer.get("error")
         if isinstance(error, dict) and error.get("code") == "unknown_tool":
@@ -223,11 +224,15 @@ def run_stdio(served: Served) -> None:
 
 
 def http_app(
-    served: Served, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()
+    served: Served,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    log: RequestLog | None = None,
 ) -> tuple[ASGIApp, Callable[[], Any]]:
     """(the streamable-HTTP endpoint, a factory of the lifespan it needs). Requests must
     come with a Host of the server and, from browsers, an Origin of the same hosts: the
-    DNS-rebinding protection the MCP transport specification requires."""
+    DNS-rebinding protection the MCP transport specification requires. With `log`, every
+    tool call is written to it."""
     from mcp.server.streamable_http_manager import (
         StreamableHTTPASGIApp,
         StreamableHTTPSessionManager,
@@ -250,7 +255,10 @@ def http_app(
         ],
     )
     manager = StreamableHTTPSessionManager(
-        app=build_server(served), stateless=True, json_response=True, security_settings=security
+        app=build_server(served, log.caller("mcp") if log is not None else call),
+        stateless=True,
+        json_response=True,
+        security_settings=security,
     )
 
     @contextlib.asynccontextmanager

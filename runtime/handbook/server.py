@@ -14,6 +14,7 @@ from .library import Library
 from .openapi import API
 from .principals import Principals
 from .reloader import Reloader, is_url
+from .request_log import RequestLog
 from .served import Served
 
 DEFAULT_LIMITS = Limits()
@@ -40,12 +41,14 @@ def serve(
     burst: int = DEFAULT_BURST,
     limits: Limits = DEFAULT_LIMITS,
     announce: Callable[[str], None] = print,
+    log: RequestLog | None = None,
 ) -> None:
     """Serve until interrupted (Ctrl-C ends it quietly). `watched` maps each bundle's
     path or URL to its library, reloaded when a new bundle is published there. The
     socket is bound first, so the announced address is the real one even with port 0.
     Who may ask is `principals` (and the host names); `rate`, `burst` and `limits` keep
-    one client from starving the others (`handbook.gate`, `handbook.connections`)."""
+    one client from starving the others (`handbook.gate`, `handbook.connections`). Every
+    tool call, over the API and MCP, is written to `log` (`handbook.request_log`)."""
     import socket
 
     import uvicorn
@@ -61,11 +64,12 @@ def serve(
         served,
         site=site,
         principals=principals,
-        mcp=http_app(served, host, allowed_hosts),
+        mcp=http_app(served, host, allowed_hosts, log),
         hosts=host_names(host, allowed_hosts),
         protect_site=protect_site,
         rate=rate,
         burst=burst,
+        log=log,
     )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -1,11 +1,12 @@
 """`handbook serve` as a user runs it: a real process on loopback serving several
 libraries at once (qualified refs, each bundle under /bundle/<library>/, the first
 library's site), a remote bundle by URL, an index at /api/v1/, a clear refusal for a
-plain GET of /mcp, and a quiet exit 0 on Ctrl-C."""
+plain GET of /mcp, a quiet exit 0 on Ctrl-C, and its request log on stderr or in a file."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 import socket
@@ -132,3 +133,22 @@ def test_index_plain_mcp_get_and_ctrl_c(bundles: dict[str, Path]) -> None:
         _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "Aborted" not in err and "Traceback" not in err
+
+
+def test_request_logs_go_to_stderr_or_to_a_file(bundles: dict[str, Path], tmp_path: Path) -> None:
+    plant = str(bundles["plant-floor"])
+    with serving("--bundle", plant) as (address, process):
+        assert get_json(address, "/api/v1/search?query=word+order")[0] == 200
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    [line] = [json.loads(text) for text in err.splitlines() if text.startswith("{")]
+    assert line["tool"] == "knowledge_search" and line["principal"] is None
+    assert set(line["words"]["query"]) == {"chars", "hmac"} and "word order" not in err
+    log = tmp_path / "requests.jsonl"
+    with serving("--bundle", plant, "--log", str(log), "--log-queries") as (address, process):
+        assert get_json(address, "/api/v1/search?query=word+order")[0] == 200
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert "{" not in err
+    [line] = [json.loads(text) for text in log.read_text(encoding="utf-8").splitlines()]
+    assert line["words"] == {"query": {"chars": 10, "text": "word order"}}
