@@ -19,9 +19,18 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from handbook import canonical, search_format
+from handbook import canonical, catalog_offsets, search_format
 from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
-from handbook.layout import CATALOG, INDEX, LLMS, REVIEWS, SEARCH, TOOLS, content_path
+from handbook.layout import (
+    CATALOG,
+    CATALOG_OFFSETS,
+    INDEX,
+    LLMS,
+    REVIEWS,
+    SEARCH,
+    TOOLS,
+    content_path,
+)
 from handbook.records import Record
 from handbook.tools import context_of, definitions
 
@@ -79,12 +88,10 @@ def emit(
         doc_entry = catalog.docs[n]
         key = doc_key(doc_entry.id, doc_entry.meta)
         index.extend(attached_entries(key, doc_entry.title, resource, texts[resource.sha256]))
-    writer.write(
-        CATALOG,
-        json.dumps(
-            catalog.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":")
-        ).encode(),
-    )
+    catalog_bytes, offsets = catalog_offsets.write(catalog)
+    writer.write(CATALOG, catalog_bytes)
+    writer.write(CATALOG_OFFSETS, offsets)
+    del catalog_bytes
     if config.reviews is not None:
         writer.write(REVIEWS, reviews_file(config, records))
     with writer.stream(INDEX) as fh:
