@@ -107,6 +107,12 @@ class Bundle:
         entries = self._lazy_entries()
         return None if entries is None else entries.with_id(doc_id)
 
+    def doc_at(self, position: int) -> DocEntry | None:
+        """The doc at `position` in the catalog, its entry parsed alone and checked
+        against the manifest; None when that is not possible (as `docs_with_id`)."""
+        entries = self._lazy_entries()
+        return None if entries is None else entries.doc(position)
+
     def _lazy_entries(self) -> _Entries | None:
         files = self.manifest.signed.files
         if self._catalog is not None or self._whole or CATALOG_OFFSETS not in files:
@@ -240,6 +246,8 @@ class _Entries:
         return [self.doc(n) for n in self.offsets.positions(doc_id)]
 
     def doc(self, position: int) -> DocEntry:
+        if not 0 <= position < len(self.offsets):
+            raise IndexError(f"no doc at catalog position {position}")
         doc = self._docs.get(position)
         if doc is None:
             expected = self.offsets.ids[position]

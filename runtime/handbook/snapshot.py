@@ -151,6 +151,12 @@ class Snapshot:
         index = self.by_id.get(wanted)
         return None if index is None else self.docs[index]
 
+    def doc_at(self, position: int) -> DocEntry:
+        """The doc at `position` in the catalog (a search hit's), without parsing the whole
+        catalog where the bundle has catalog-offsets.bin."""
+        doc = self.bundle.doc_at(position)  # None once the catalog is parsed whole
+        return self.docs[position] if doc is None else doc
+
     def in_lang(self, doc_id: str, lang: str) -> DocEntry | None:
         """`doc_id`'s doc in language `lang`, or None."""
         if "languages" not in self.__dict__ and (alone := self.bundle.docs_with_id(doc_id)):

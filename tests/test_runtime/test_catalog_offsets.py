@@ -66,6 +66,28 @@ def test_get_reads_one_entry_and_answers_as_from_the_whole_catalog(
     assert lazy.get("plant-floor:device.acme.ac200")["found"] is True
 
 
+def test_search_renders_hits_from_single_entries(plant_floor_bundle: Path) -> None:
+    """A search hit's pedigree needs its doc's entry: the first search parses those
+    entries alone, and answers as with the whole catalog."""
+    lazy, whole = Library.open(plant_floor_bundle, [PUBLIC]), _whole(plant_floor_bundle)
+    for query in ("modbus", "register map", "compressor pressure"):
+        assert lazy.search(query) == whole.search(query)
+    assert lazy.bundle._catalog is None
+
+
+def test_reviews_reach_hits_read_from_single_entries(tmp_path: Path) -> None:
+    """A library with reviewers: every hit and get carries the pedigree it carries when
+    the catalog is parsed whole."""
+    out = tmp_path / "bundle"
+    build(load_config(ROOT / "examples" / "packaging-line" / "mkdocs.yml"), out, KEY)
+    lazy, whole = Library.open(out, [PUBLIC]), _whole(out)
+    for doc_id in _ids(out):
+        assert lazy.get(doc_id) == whole.get(doc_id)
+    title = json.loads((out / CATALOG).read_bytes())["docs"][0]["title"]
+    assert lazy.search(title)["hits"] and lazy.search(title) == whole.search(title)
+    assert lazy.bundle._catalog is None
+
+
 def test_an_unknown_id_still_gets_suggestions(plant_floor_bundle: Path) -> None:
     lib = Library.open(plant_floor_bundle, [PUBLIC])
     answer = lib.get("device.acme.ac-200")
