@@ -384,7 +384,13 @@ def test_example_library_is_accepted(example: Built) -> None:
     signed = verify_bundle(example.out, example.public)
     assert signed["library"] == "plant-floor"
     assert signed["built_at"] == "2023-11-14T22:13:20Z"
-    assert {"catalog.json", "index.json", "tools.json", "llms.txt"} <= set(signed["files"])
+    assert {
+        "catalog.json",
+        "catalog-offsets.bin",
+        "index.json.gz",
+        "tools.json",
+        "llms.txt",
+    } <= set(signed["files"])
     catalog = json.loads((example.out / CATALOG).read_bytes())
     assert sum(len(d["sections"]) for d in catalog["docs"]) > 10  # the section checks did run
 
@@ -470,7 +476,7 @@ def _flip_content_byte(root: Path) -> None:
 
 
 def _truncate_index(root: Path) -> None:
-    path = root / "index.json"
+    path = root / "index.json.gz"
     path.write_bytes(path.read_bytes()[:-1])
 
 

@@ -55,6 +55,8 @@ class Config:
     default_lang: str | None
     semantic: bool
     """Write sentence embeddings (`vectors.bin`) for the semantic retriever."""
+    lunr_index: str
+    """`gzip` (index.json.gz), `json` (index.json) or `none`."""
     layout: str
     """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None
