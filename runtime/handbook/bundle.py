@@ -193,7 +193,28 @@ def open_bundle(
         for name, entry in sorted(manifest.signed.files.items()):
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
+        check_offsets(bundle)
     return bundle
+
+
+def check_offsets(bundle: Bundle) -> None:
+    """Check catalog-offsets.bin, when the bundle has one, against the parsed catalog:
+    every range frames the entry of the doc it names (as a lazy reader would parse it).
+    Offsets written for another catalog.json are left alone: readers parse the whole
+    catalog then."""
+    files = bundle.manifest.signed.files
+    if CATALOG_OFFSETS not in files:
+        return
+    listed = files[CATALOG]
+    offsets = CatalogOffsets(bundle.read(CATALOG_OFFSETS), listed.bytes)
+    if offsets.catalog_sha256 != listed.sha256:
+        return
+    entries = _Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest)
+    for position, doc in enumerate(bundle.catalog.docs):
+        if entries.doc(position) != doc:
+            raise FormatError(
+                f"{CATALOG_OFFSETS}: entry {position} is not {CATALOG}'s doc {doc.id!r}"
+            )
 
 
 def check_expiry(manifest: Manifest, now: float | None = None) -> None:

@@ -18,7 +18,7 @@ from handbook import Library
 from handbook.bundle import open_bundle
 from handbook.catalog import Catalog
 from handbook.catalog_offsets import CatalogOffsets, write
-from handbook.errors import HashMismatchError
+from handbook.errors import FormatError, HashMismatchError
 from handbook.layout import CATALOG, CATALOG_OFFSETS
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -145,19 +145,23 @@ def test_a_tampered_catalog_is_refused_on_the_first_get(
     assert "observed sha256" in _integrity(lib.get("device.acme.ac200"), CATALOG)
 
 
-def _resigned_offsets(
-    built: Path, tmp_path: Path, change: Any, name: str = CATALOG_OFFSETS
-) -> Library:
+def _resigned_offsets(built: Path, tmp_path: Path, change: Any) -> Library:
     """A copy whose offsets file is changed by `change(bytearray)` and listed and signed
     again: the publisher's own inconsistent bundle, not a tampered one."""
 
     def edit(folder: Path, signed: dict[str, Any]) -> None:
-        data = bytearray((folder / name).read_bytes())
+        data = bytearray((folder / CATALOG_OFFSETS).read_bytes())
         change(data)
-        (folder / name).write_bytes(bytes(data))
-        relist(folder, signed, name)
+        (folder / CATALOG_OFFSETS).write_bytes(bytes(data))
+        relist(folder, signed, CATALOG_OFFSETS)
 
     return Library.open(rewrite(built, tmp_path, edit), [PUBLIC])
+
+
+def _refused_by_verify(lib: Library) -> None:
+    """`handbook verify` (every file hashed, the catalog parsed) refuses it too."""
+    with pytest.raises(FormatError, match=f"^{CATALOG_OFFSETS}: "):
+        open_bundle(lib.bundle.path, [PUBLIC])
 
 
 HEAD = 8 + 16 + 32  # magic, four uint32, the catalog's sha256
@@ -186,6 +190,7 @@ def test_offsets_that_frame_another_doc_are_refused(
     assert f"is doc {second!r}, the offsets name {first!r}" in _integrity(
         lib.get(first), CATALOG_OFFSETS
     )
+    _refused_by_verify(lib)
 
 
 def test_offsets_outside_the_catalog_are_refused(plant_floor_bundle: Path, tmp_path: Path) -> None:
@@ -193,6 +198,7 @@ def test_offsets_outside_the_catalog_are_refused(plant_floor_bundle: Path, tmp_p
         plant_floor_bundle, tmp_path, lambda d: _set(d, 20, 10**9)
     )  # the library's end
     assert "outside catalog.json" in _integrity(lib.get("device.acme.ac200"), CATALOG_OFFSETS)
+    _refused_by_verify(lib)
 
 
 def test_an_offsets_file_of_another_version_is_refused(
@@ -202,6 +208,7 @@ def test_an_offsets_file_of_another_version_is_refused(
     assert "version 2; this reader knows version 1" in _integrity(
         lib.get("device.acme.ac200"), CATALOG_OFFSETS
     )
+    _refused_by_verify(lib)
 
 
 def test_unsorted_ids_are_refused(plant_floor_bundle: Path, tmp_path: Path) -> None:
@@ -212,6 +219,7 @@ def test_unsorted_ids_are_refused(plant_floor_bundle: Path, tmp_path: Path) -> N
     lib = _resigned_offsets(plant_floor_bundle, tmp_path, unsort)
     message = _integrity(lib.get("device.acme.ac200"), CATALOG_OFFSETS)
     assert "not sorted" in message or "the offsets name" in message
+    _refused_by_verify(lib)
 
 
 def test_offsets_for_another_catalog_fall_back_to_the_whole_catalog(
@@ -230,6 +238,7 @@ def test_offsets_for_another_catalog_fall_back_to_the_whole_catalog(
     first = _ids(plant_floor_bundle)[0]
     assert lib.get(first)["title"] == "Retitled"
     assert lib.bundle._catalog is not None
+    open_bundle(lib.bundle.path, [PUBLIC])  # a full verification accepts it too
 
 
 def test_a_bundle_without_offsets_reads_the_whole_catalog(
