@@ -7,13 +7,16 @@ msdocs-10k corpus when present) three fresh interpreters run one after the other
   runs it: check every doc, write catalog, content, the lunr index, tools.json and
   llms.txt, sign, verify and publish. Timed from outside like `check_throughput.py`:
   wall seconds, the process's peak RSS (`os.wait4`) and the peak summed RSS and PSS of
-  its process tree (sampled from /proc). Then the published bundle's size, and its
-  `index.json` alone.
+  its process tree (sampled from /proc). Then the published bundle's size, its lunr
+  index alone (`index.json.gz` by default, `index.json` with `lunr_index: json`), and
+  the size table: the bytes of every file the manifest lists against those of
+  `content/` (issue 20's goal: at most 3x).
 * **index part**: a child that checks the library with analysis on (as the build does),
   then times Handbook's index writer twice: assembling and writing the entries the
   pool analyzed (the part of the build that runs after the check), and the whole index
   from the raw entries in one process (analysis included; the like of what lunr.py does).
-  Both files must equal the bundle's `index.json` byte for byte.
+  Both files must equal the bundle's `index.json` byte for byte (`index.json.gz`
+  decompressed).
 * **lunr.py anchor** (unless `--no-lunr`): a child that loads the config, runs the check,
   builds `lunr.lunr(...)` over the same entries (`emit.index_entries`, docs in id order,
   fields and boosts of `lunr_index.FIELDS`) and writes `json.dumps(idx.serialize())`.
