@@ -685,7 +685,7 @@ def test_attached_markdown_sections_slice_the_file(tmp_path: Path) -> None:
 
 
 def test_offsets_that_frame_another_doc_are_refused(multibyte: Built, tmp_path: Path) -> None:
-    """catalog-offsets.bin, re-signed with each id's range moved onto the next doc."""
+    """catalog-offsets.bin, re-signed with the first id's range moved onto the second doc."""
     root = _copy(multibyte, tmp_path / "copy")
     data = bytearray((root / OFFSETS).read_bytes())
     docs = struct.unpack_from("<I", data, 12)[0]
