@@ -7,13 +7,16 @@ msdocs-10k corpus when present) three fresh interpreters run one after the other
   runs it: check every doc, write catalog, content, the lunr index, tools.json and
   llms.txt, sign, verify and publish. Timed from outside like `check_throughput.py`:
   wall seconds, the process's peak RSS (`os.wait4`) and the peak summed RSS and PSS of
-  its process tree (sampled from /proc). Then the published bundle's size, and its
-  `index.json` alone.
+  its process tree (sampled from /proc). Then the published bundle's size, its lunr
+  index alone (`index.json.gz` by default, `index.json` with `lunr_index: json`), and
+  the size table: the bytes of every file the manifest lists against those of
+  `content/` (issue 20's goal: at most 3x).
 * **index part**: a child that checks the library with analysis on (as the build does),
   then times Handbook's index writer twice: assembling and writing the entries the
   pool analyzed (the part of the build that runs after the check), and the whole index
   from the raw entries in one process (analysis included; the like of what lunr.py does).
-  Both files must equal the bundle's `index.json` byte for byte.
+  Both files must equal the bundle's `index.json` byte for byte (`index.json.gz`
+  decompressed).
 * **lunr.py anchor** (unless `--no-lunr`): a child that loads the config, runs the check,
   builds `lunr.lunr(...)` over the same entries (`emit.index_entries`, docs in id order,
   fields and boosts of `lunr_index.FIELDS`) and writes `json.dumps(idx.serialize())`.
@@ -32,6 +35,7 @@ Only the standard library is used here; Handbook and lunr.py run in the child pr
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -78,12 +82,15 @@ class Result:
     """The build's own figure ("… in N s"): from after the key is loaded to publishing."""
     bundle_mb: float
     index_mb: float
+    """The lunr index as shipped (index.json, or index.json.gz by default)."""
     part: dict[str, Any]
     """From the index-part child: check_s, assemble_s, serial_s, entries, terms, vectors."""
     index_identical: bool
     lunr: Proc | None
     anchor: dict[str, Any] | None
     """From the lunr.py child: check_s, entries_s, index_s, serialize_s, sizes, counts."""
+    size: dict[str, int] | None = None
+    """`bundle_sizes` of the published bundle."""
 
     @property
     def anchor_s(self) -> float | None:
@@ -262,8 +269,43 @@ def keyfile() -> Path:
 
 
 def sha256(path: Path) -> str:
-    with open(path, "rb") as fh:
+    """The file's sha256; for a .gz file, of its decompressed bytes (index.json.gz is
+    compared with the index written apart, which is plain JSON)."""
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def lunr_index_file(published: Path) -> Path:
+    """The bundle's lunr index: index.json (`lunr_index: json`) or index.json.gz."""
+    plain = published / "index.json"
+    return plain if plain.exists() else published / "index.json.gz"
+
+
+def bundle_sizes(published: Path) -> dict[str, int]:
+    """Bytes of every file the manifest lists, of its content/ files, and of the larger
+    files, as the size goal counts them (the manifest itself is not listed)."""
+    files = json.loads((published / "manifest.json").read_bytes())["signed"]["files"]
+    out = {
+        "listed": sum(f["bytes"] for f in files.values()),
+        "content": sum(f["bytes"] for name, f in files.items() if name.startswith("content/")),
+        "manifest": (published / "manifest.json").stat().st_size,
+    }
+    for name in (
+        "index.json",
+        "index.json.gz",
+        "search.bin",
+        "catalog.json",
+        "catalog-offsets.bin",
+        "llms.txt",
+        "tools.json",
+    ):
+        if name in files:
+            out[name] = files[name]["bytes"]
+    index = lunr_index_file(published)
+    if index.suffix == ".gz":
+        with gzip.open(index, "rb") as fh:
+            out["index raw"] = sum(len(chunk) for chunk in iter(lambda: fh.read(1 << 20), b""))
+    return out
 
 
 def measure(label: str, config: Path, lunr: bool) -> Result:
@@ -287,7 +329,7 @@ def measure(label: str, config: Path, lunr: bool) -> Result:
         raise RuntimeError(f"{label}: no summary line from `handbook build`; see {WORK / 'logs'}")
     published = out.resolve()
     files = [p for p in published.rglob("*") if p.is_file()]
-    index_file = published / "index.json"
+    index_file = lunr_index_file(published)
 
     print(f"{label}: index part", file=sys.stderr)
     part = last_json(
@@ -314,6 +356,7 @@ def measure(label: str, config: Path, lunr: bool) -> Result:
         identical,
         proc,
         anchor,
+        bundle_sizes(published),
     )
 
 
@@ -327,6 +370,34 @@ def _mb(value: float | None) -> str:
 def build_peak_mb(r: Result) -> float:
     """The build's memory: its process tree's PSS, never below the main process's peak."""
     return max(r.build.main_mb, r.build.pss_mb or 0.0)
+
+
+def _raw_index_mb(r: Result) -> float:
+    """The lunr index uncompressed, to compare with lunr.py's own JSON."""
+    return (r.size or {}).get("index raw", 0) / 1e6 or r.index_mb
+
+
+GOAL_SIZE_X = 3.0
+"""Bytes of every listed file at most this many times the bytes of content/ (issue 20)."""
+
+
+def size_table(results: list[Result]) -> str:
+    lines = [
+        "| library | content MB | listed MB | listed / content | lunr index MB as shipped "
+        "| uncompressed | search.bin MB | catalog.json MB | catalog-offsets.bin MB | manifest MB |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in results:
+        z = r.size or {}
+        index = z.get("index.json.gz", z.get("index.json", 0))
+        lines.append(
+            f"| {r.library} | {z['content'] / 1e6:.1f} | {z['listed'] / 1e6:.1f} "
+            f"| **{z['listed'] / z['content']:.2f}** | {index / 1e6:.1f} "
+            f"| {z.get('index raw', index) / 1e6:.1f} | {z.get('search.bin', 0) / 1e6:.1f} "
+            f"| {z.get('catalog.json', 0) / 1e6:.1f} | {z.get('catalog-offsets.bin', 0) / 1e6:.2f} "
+            f"| {z['manifest'] / 1e6:.1f} |"
+        )
+    return "\n".join(lines)
 
 
 def table(results: list[Result]) -> str:
@@ -348,7 +419,7 @@ def table(results: list[Result]) -> str:
             row += (
                 f"| {r.anchor_s:.2f} | {_mb(a['peak_mb'])} | {lunr_mb:.1f} "
                 f"| **{r.anchor_s / b.wall_s:.1f}** | {a['peak_mb'] / build_peak_mb(r):.1f} "
-                f"| {lunr_mb / r.index_mb:.1f} |"
+                f"| {lunr_mb / _raw_index_mb(r):.1f} |"
             )
         lines.append(row)
     return "\n".join(lines)
@@ -437,6 +508,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in goal(results):
         print(line)
+    print()
+    print(size_table(results))
+    print(f"\nGoal: the files the manifest lists at most {GOAL_SIZE_X:.0f}x the bytes of content/.")
+    for r in results:
+        if r.docs >= GOAL_DOCS and r.size:
+            x = r.size["listed"] / r.size["content"]
+            print(f"- {r.library}: {x:.2f}x -> goal {'met' if x <= GOAL_SIZE_X else '**not met**'}")
     bad = [r.library for r in results if not r.index_identical]
     for library in bad:
         print(

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -38,6 +39,7 @@ TAG = b"handbook/v1/manifest"
 SPEC = "handbook/v1"
 MANIFEST = "manifest.json"
 CATALOG = "catalog.json"
+OFFSETS = "catalog-offsets.bin"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 SIGNED_KEYS = {"spec", "library", "version", "built_at", "files", "docs"}
 _MARKUP = set("`*_[]<>\\&!")
@@ -220,7 +222,35 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
     orphans = {n for n in files if n.startswith("content/")} - referenced
     if orphans:
         raise Refused(f"{sorted(orphans)[0]}: a content file no doc refers to")
+
+    # 6. catalog-offsets.bin, written for this catalog.json, frames each doc's entry.
+    if OFFSETS in contents:
+        _check_offsets(contents[OFFSETS], contents[CATALOG], files[CATALOG]["sha256"], catalog)
     return signed
+
+
+def _check_offsets(data: bytes, raw: bytes, catalog_sha: str, catalog: dict[str, Any]) -> None:
+    if data[:8] != b"HBCATOFF":
+        raise Refused(f"{OFFSETS}: no HBCATOFF header")
+    version, docs, lib_start, lib_end = struct.unpack_from("<4I", data, 8)
+    if version != 1:
+        raise Refused(f"{OFFSETS}: version {version}")
+    if data[24:56].hex() != catalog_sha:
+        return  # written for another catalog.json: readers parse the whole catalog
+    if docs != len(catalog["docs"]):
+        raise Refused(f"{OFFSETS}: {docs} docs, the catalog has {len(catalog['docs'])}")
+    starts = struct.unpack_from(f"<{docs}I", data, 56)
+    ends = struct.unpack_from(f"<{docs}I", data, 56 + 4 * docs)
+    id_offsets = struct.unpack_from(f"<{docs + 1}I", data, 56 + 8 * docs)
+    ids_at = 56 + 12 * docs + 4
+    if ids_at + id_offsets[-1] != len(data):
+        raise Refused(f"{OFFSETS}: the ids do not end the file")
+    if json.loads(raw[lib_start:lib_end]) != catalog["library"]:
+        raise Refused(f"{OFFSETS}: the library range is not the catalog's library")
+    for n, doc in enumerate(catalog["docs"]):
+        name = data[ids_at + id_offsets[n] : ids_at + id_offsets[n + 1]].decode("utf-8")
+        if name != doc["id"] or json.loads(raw[starts[n] : ends[n]]) != doc:
+            raise Refused(f"{OFFSETS}: entry {n} does not frame doc {doc['id']!r}")
 
 
 def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
@@ -384,7 +414,13 @@ def test_example_library_is_accepted(example: Built) -> None:
     signed = verify_bundle(example.out, example.public)
     assert signed["library"] == "plant-floor"
     assert signed["built_at"] == "2023-11-14T22:13:20Z"
-    assert {"catalog.json", "index.json", "tools.json", "llms.txt"} <= set(signed["files"])
+    assert {
+        "catalog.json",
+        "catalog-offsets.bin",
+        "index.json.gz",
+        "tools.json",
+        "llms.txt",
+    } <= set(signed["files"])
     catalog = json.loads((example.out / CATALOG).read_bytes())
     assert sum(len(d["sections"]) for d in catalog["docs"]) > 10  # the section checks did run
 
@@ -470,7 +506,7 @@ def _flip_content_byte(root: Path) -> None:
 
 
 def _truncate_index(root: Path) -> None:
-    path = root / "index.json"
+    path = root / "index.json.gz"
     path.write_bytes(path.read_bytes()[:-1])
 
 
@@ -562,10 +598,15 @@ def _resign(root: Path, key: Ed25519PrivateKey, edit: Callable[[dict[str, Any]],
     data = json.dumps(catalog, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(
         "utf-8"
     )
-    (root / CATALOG).write_bytes(data)
+    _resign_file(root, key, CATALOG, data)
+
+
+def _resign_file(root: Path, key: Ed25519PrivateKey, name: str, data: bytes) -> None:
+    """Write `data` as `name`, then list and sign it again."""
+    (root / name).write_bytes(data)
     manifest = json.loads((root / MANIFEST).read_bytes())
     signed = manifest["signed"]
-    signed["files"][CATALOG] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    signed["files"][name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     public = key.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
@@ -641,6 +682,21 @@ def test_attached_markdown_sections_slice_the_file(tmp_path: Path) -> None:
     _resign(root, built.key, shift)
     with pytest.raises(Refused, match=r"file .references/guide\.md.: section .* does not start"):
         verify_bundle(root, built.public)
+
+
+def test_offsets_that_frame_another_doc_are_refused(multibyte: Built, tmp_path: Path) -> None:
+    """catalog-offsets.bin, re-signed with the first id's range moved onto the second doc."""
+    root = _copy(multibyte, tmp_path / "copy")
+    data = bytearray((root / OFFSETS).read_bytes())
+    docs = struct.unpack_from("<I", data, 12)[0]
+    assert docs >= 2
+    starts = struct.unpack_from(f"<{docs}I", data, 56)
+    ends = struct.unpack_from(f"<{docs}I", data, 56 + 4 * docs)
+    struct.pack_into("<I", data, 56, starts[1])
+    struct.pack_into("<I", data, 56 + 4 * docs, ends[1])
+    _resign_file(root, multibyte.key, OFFSETS, bytes(data))
+    with pytest.raises(Refused, match=r"catalog-offsets\.bin: entry 0 does not frame"):
+        verify_bundle(root, multibyte.public)
 
 
 def test_resigned_unchanged_bundle_is_accepted(multibyte: Built, tmp_path: Path) -> None:

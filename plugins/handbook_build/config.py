@@ -59,6 +59,8 @@ class Config:
     """Write sentence embeddings (`vectors.bin`) for the semantic retriever."""
     pii: Allowed
     """The personal data that is meant to be published (HB404)."""
+    lunr_index: str
+    """`gzip` (index.json.gz), `json` (index.json) or `none`."""
     layout: str
     """`site` (every page a doc) or `skills` (only SKILL.md folders)."""
     adopt: Adoption | None

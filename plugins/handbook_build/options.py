@@ -306,6 +306,18 @@ def _check_semantic(value: Any, key: str, errors: Problems) -> bool:
     return value
 
 
+LUNR_INDEX_FORMS = ("gzip", "json", "none")
+"""How the lunr.js-loadable index is written: `index.json.gz`, `index.json`, or not at all."""
+
+
+def _check_lunr_index(value: Any, key: str, errors: Problems) -> str:
+    value = "none" if value is False else value  # YAML 1.1 reads a bare `no`/`off` as false
+    if value not in LUNR_INDEX_FORMS:
+        errors.add(key, f"{value!r} is not one of {', '.join(LUNR_INDEX_FORMS)}")
+        return LUNR_INDEX_FORMS[0]
+    return str(value)
+
+
 def _check_exclude(value: Any, key: str, errors: Problems) -> tuple[str, ...]:
     if not _str_list(value):
         errors.add(key, "must be a list of glob patterns")
@@ -813,6 +825,32 @@ OPTIONS: tuple[Option, ...] = (
             and names ending in `.example`, `.test`, `.invalid` or `.localhost`) and
             numbers in the ranges set aside for fiction need no entry: they are
             examples already. Default: nothing allowed.
+        """),
+    ),
+    Option(
+        "lunr_index",
+        str,
+        "gzip",
+        _check_lunr_index,
+        "How the lunr.js index is shipped: `gzip` (the default), `json` or `none`.",
+        cleandoc("""
+            The bundle carries a lunr 2.3 index of every doc and section for lunr.js and
+            lunr.py users (the [search index spec](../spec/search-index.md)); the runtime
+            never reads it (it answers from `search.bin`). It is by far the largest file
+            of a bundle, about five times the size of the docs themselves, so by default
+            it is written compressed:
+
+            - `gzip` (default): `index.json.gz`, a gzip file (level 1, no name, time 0, so
+              builds stay byte-reproducible) whose decompressed bytes are exactly the
+              `index.json` that `json` writes. On msdocs-10k it is 41 MB instead of
+              227 MB, and the whole bundle 2.8 times its docs instead of 6.8
+              (bench/README.md). A browser loads it with `DecompressionStream`:
+              `lunr.Index.load(await new Response((await fetch("bundle/index.json.gz"))
+              .body.pipeThrough(new DecompressionStream("gzip"))).json())`; a server that
+              sends it with `Content-Encoding: gzip` lets `fetch` decompress it instead.
+            - `json`: `index.json`, uncompressed, as bundles before this option had it.
+            - `none`: no lunr index at all; the runtime searches as before, and the
+              site's own search (MkDocs Material's) is unaffected either way.
         """),
     ),
 )

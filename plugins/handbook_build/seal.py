@@ -50,6 +50,9 @@ class _HashingFile:
         self.size += len(data)
         return self.fh.write(data)
 
+    def flush(self) -> None:
+        self.fh.flush()
+
 
 class BundleWriter:
     """Writes a bundle's files into a fresh directory, recording each file's sha256 and

@@ -77,7 +77,7 @@ def brief(
         _, hits = ranker.rank(fitted.clauses, CANDIDATES, text=task)
         for hit in hits:
             rendered = render_hit(snap, hit)
-            doc = snap.docs[snap.retriever.passage(hit.entry).doc]
+            doc = snap.doc_at(snap.retriever.passage(hit.entry).doc)
             ref = f"{snap.name}:{doc.id}"
             if ref in best or is_retired(doc):
                 continue

@@ -4,7 +4,10 @@ The order is fixed, as in TUF clients: read the manifest's bytes (size cap first
 parse them strictly → verify the signature over the signed payload → read every listed
 file (never more than its listed size + 1 bytes) and compare size and sha256 → refuse
 any file the manifest does not list → only then parse the catalog and check that it
-agrees with the manifest and the content files. Unverified data never leaves this
+agrees with the manifest and the content files. When the bundle has
+`catalog-offsets.bin`, one doc's entry can be parsed alone (`Bundle.docs_with_id`),
+after both files were verified against the manifest, and is checked against the
+manifest and its content file the same way. Unverified data never leaves this
 module: files are handed out only through `Bundle.read`, which checks them first and
 keeps the verified bytes in memory, so nothing is re-read from disk unverified. How
 the folder itself is read without following links is `handbook.tree`'s.
@@ -17,13 +20,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from .catalog import Catalog
+from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
+from .catalog_offsets import CatalogOffsets
 from .errors import ExpiredError, FormatError, HashMismatchError, MissingFileError
-from .layout import CATALOG, CONTENT_DIR, MANIFEST, is_content
-from .manifest import MAX_MANIFEST_BYTES, Manifest, check_path, utc_seconds
+from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, is_content
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey
 from .tree import Tree, check_tree, hash_file, read, read_verified
 from .trust import TrustPolicy
@@ -51,6 +56,11 @@ class Bundle:
         self._content: OrderedDict[str, bytes] = OrderedDict()
         self._content_bytes = 0
         self._catalog: Catalog | None = None
+        self._entries: _Entries | None = None
+        """Doc entries read one at a time through catalog-offsets.bin, until the whole
+        catalog is parsed."""
+        self._whole = False
+        """Set when catalog-offsets.bin describes another catalog.json: parse it whole."""
         self._lock = threading.Lock()
         self.integrity_error: str | None = None
         """The last file refused when read (hashed lazily), for `status` to report."""
@@ -78,8 +88,46 @@ class Bundle:
                 raise FormatError(
                     f"{CATALOG}: a field has the wrong type ({type(exc).__name__}: {exc})"
                 ) from None
-            self._catalog = catalog
+            self._catalog, self._entries = catalog, None
+            with self._lock:
+                self._core.pop(CATALOG, None)  # kept for single entries; parsed now
         return self._catalog
+
+    @property
+    def library_info(self) -> LibraryInfo:
+        """The catalog's library object, without parsing the docs when the bundle has
+        catalog-offsets.bin."""
+        entries = self._lazy_entries()
+        return self.catalog.library if entries is None else entries.library
+
+    def docs_with_id(self, doc_id: str) -> list[DocEntry] | None:
+        """The docs with id `doc_id` (one per language), each entry parsed alone and
+        checked against the manifest; None when that is not possible (a bundle without
+        catalog-offsets.bin, or a catalog already parsed: use `catalog`)."""
+        entries = self._lazy_entries()
+        return None if entries is None else entries.with_id(doc_id)
+
+    def doc_at(self, position: int) -> DocEntry | None:
+        """The doc at `position` in the catalog, its entry parsed alone and checked
+        against the manifest; None when that is not possible (as `docs_with_id`)."""
+        entries = self._lazy_entries()
+        return None if entries is None else entries.doc(position)
+
+    def _lazy_entries(self) -> _Entries | None:
+        files = self.manifest.signed.files
+        if self._catalog is not None or self._whole or CATALOG_OFFSETS not in files:
+            return None
+        if self._entries is None:
+            if CATALOG not in self.manifest.signed.files:
+                raise FormatError(f"{CATALOG}: not listed in the manifest")
+            listed = self.manifest.signed.files[CATALOG]
+            offsets = CatalogOffsets(self.read(CATALOG_OFFSETS), listed.bytes)
+            if offsets.catalog_sha256 != listed.sha256:  # written for another catalog.json
+                self._whole = True
+                return None
+            catalog = self.read(CATALOG)  # verified whole; only entries are parsed
+            self._entries = _Entries(offsets, catalog, self.manifest)
+        return self._entries
 
     def read(self, name: str, keep: bool = True) -> bytes:
         """The verified bytes of a listed file. Content files are kept in a bounded cache,
@@ -145,7 +193,28 @@ def open_bundle(
         for name, entry in sorted(manifest.signed.files.items()):
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
+        check_offsets(bundle)
     return bundle
+
+
+def check_offsets(bundle: Bundle) -> None:
+    """Check catalog-offsets.bin, when the bundle has one, against the parsed catalog:
+    every range frames the entry of the doc it names (as a lazy reader would parse it).
+    Offsets written for another catalog.json are left alone: readers parse the whole
+    catalog then."""
+    files = bundle.manifest.signed.files
+    if CATALOG_OFFSETS not in files:
+        return
+    listed = files[CATALOG]
+    offsets = CatalogOffsets(bundle.read(CATALOG_OFFSETS), listed.bytes)
+    if offsets.catalog_sha256 != listed.sha256:
+        return
+    entries = _Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest)
+    for position, doc in enumerate(bundle.catalog.docs):
+        if entries.doc(position) != doc:
+            raise FormatError(
+                f"{CATALOG_OFFSETS}: entry {position} is not {CATALOG}'s doc {doc.id!r}"
+            )
 
 
 def check_expiry(manifest: Manifest, now: float | None = None) -> None:
@@ -174,6 +243,58 @@ def _parse_catalog(holder: list[bytes]) -> Catalog:
         raise FormatError(f"{CATALOG}: not valid JSON ({exc})") from None
 
 
+class _Entries:
+    """Single doc entries of a verified catalog.json, found with its verified offsets."""
+
+    def __init__(self, offsets: CatalogOffsets, catalog: bytes, manifest: Manifest) -> None:
+        self.offsets, self.catalog, self.files = offsets, catalog, manifest.signed.files
+        start, end = offsets.library
+        library = _entry(catalog, start, end, "the library", library_from_dict)
+        signed = manifest.signed
+        if (library.name, library.version) != (signed.library, signed.version):
+            raise FormatError(
+                f"{CATALOG}: describes {library.name} {library.version}, "
+                f"the manifest {signed.library} {signed.version}"
+            )
+        if len(offsets) != signed.docs:
+            raise FormatError(
+                f"{CATALOG_OFFSETS}: lists {len(offsets)} docs, the manifest {signed.docs}"
+            )
+        self.library = library
+        self._docs: dict[int, DocEntry] = {}
+
+    def with_id(self, doc_id: str) -> list[DocEntry]:
+        return [self.doc(n) for n in self.offsets.positions(doc_id)]
+
+    def doc(self, position: int) -> DocEntry:
+        if not 0 <= position < len(self.offsets):
+            raise IndexError(f"no doc at catalog position {position}")
+        doc = self._docs.get(position)
+        if doc is None:
+            expected = self.offsets.ids[position]
+            doc = _entry(self.catalog, *self.offsets.span(position), repr(expected), doc_from_dict)
+            if doc.id != expected:
+                raise FormatError(
+                    f"{CATALOG_OFFSETS}: entry {position} of {CATALOG} is doc {doc.id!r}, "
+                    f"the offsets name {expected!r}"
+                )
+            check_doc(self.files, doc)
+            self._docs[position] = doc
+        return doc
+
+
+def _entry(catalog: bytes, start: int, end: int, what: str, parse: Any) -> Any:
+    """One object of catalog.json, parsed and typed (a FormatError naming both files
+    when the offsets do not frame an entry of the right shape)."""
+    try:
+        return parse(json.loads(catalog[start:end].decode("utf-8")))
+    except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+        raise FormatError(
+            f"{CATALOG_OFFSETS}: the range it gives for {what} in {CATALOG} is not "
+            f"an entry ({type(exc).__name__}: {str(exc)[:120]})"
+        ) from None
+
+
 def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
     """The catalog must describe exactly the listed content files, and name the same
     library and version as the signed manifest."""
@@ -195,38 +316,44 @@ def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
                 + (f" in language {key[1]}" if key[1] else "")
             )
         seen.add(key)
-        entry = signed.files.get(doc.content)
-        if entry is None:
-            raise FormatError(
-                f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list"
-            )
-        if entry.sha256 != doc.sha256 or entry.bytes != doc.bytes:
-            raise FormatError(
-                f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
-            )
-        if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
-            raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
+        check_doc(signed.files, doc)
         referenced.add(doc.content)
-        for resource in doc.resources:
-            listed = signed.files.get(resource.file)
-            if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
-                raise FormatError(
-                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, "
-                    f"which does not match {resource.file} in the manifest"
-                )
-            if check_path(resource.path) or resource.path.startswith(".."):
-                raise FormatError(
-                    f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
-                )
-            if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.sections):
-                raise FormatError(
-                    f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
-                    "with a section outside the file"
-                )
-            referenced.add(resource.file)
+        referenced.update(r.file for r in doc.resources)
     orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
     if orphans:
         raise FormatError(f"{orphans[0]}: a content file no doc refers to")
+
+
+def check_doc(files: Mapping[str, FileEntry], doc: DocEntry) -> None:
+    """A doc entry must point at its listed content file (named by its sha256, with its
+    size), keep its sections inside it, and attach only listed files at safe paths."""
+    entry = files.get(doc.content)
+    if entry is None:
+        raise FormatError(
+            f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list"
+        )
+    if entry.sha256 != doc.sha256 or entry.bytes != doc.bytes:
+        raise FormatError(
+            f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
+        )
+    if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
+        raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
+    for resource in doc.resources:
+        listed = files.get(resource.file)
+        if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, "
+                f"which does not match {resource.file} in the manifest"
+            )
+        if check_path(resource.path) or resource.path.startswith(".."):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
+            )
+        if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.sections):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
+                "with a section outside the file"
+            )
 
 
 def describe(bundle: Bundle) -> Sequence[str]:

@@ -179,28 +179,37 @@ class Catalog(NamedTuple):
         Keys this reader does not know are ignored (the format's version policy: a newer
         minor revision may add fields)."""
         try:
-            lib = _known(data["library"], LibraryInfo._fields)
-            lib["list_fields"] = tuple(lib.get("list_fields", ()))
-            lib["required"] = tuple(lib.get("required", ()))
-            library = LibraryInfo(**lib)
+            library = library_from_dict(data["library"])
             raw = data["docs"]
             docs = []
             for n, item in enumerate(raw):
                 raw[n] = None
-                entry = _known(item, _DOC_FIELDS)
-                entry["keywords"], entry["aliases"] = (
-                    tuple(entry["keywords"]),
-                    tuple(entry["aliases"]),
-                )
-                entry["sections"] = _sections(entry["sections"])
-                if "resources" in entry:
-                    entry["resources"] = tuple(map(_resource, entry["resources"]))
-                docs.append(_typed(DocEntry(**entry)))
+                docs.append(doc_from_dict(item))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise FormatError(
                 f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})"
             ) from None
         return cls(library, tuple(docs))
+
+
+def library_from_dict(data: Any) -> LibraryInfo:
+    """The catalog's `library` object (raises KeyError, TypeError or ValueError when it
+    has the wrong shape)."""
+    lib = _known(data, LibraryInfo._fields)
+    lib["list_fields"] = tuple(lib.get("list_fields", ()))
+    lib["required"] = tuple(lib.get("required", ()))
+    return LibraryInfo(**lib)
+
+
+def doc_from_dict(item: Any) -> DocEntry:
+    """One doc entry of the catalog, every field type-checked (raises KeyError,
+    TypeError or ValueError when it has the wrong shape)."""
+    entry = _known(item, _DOC_FIELDS)
+    entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
+    entry["sections"] = _sections(entry["sections"])
+    if "resources" in entry:
+        entry["resources"] = tuple(map(_resource, entry["resources"]))
+    return _typed(DocEntry(**entry))
 
 
 def _sections(items: Any) -> tuple[SectionEntry, ...]:

@@ -351,5 +351,7 @@ def _media_type(name: str) -> str:
         return "text/markdown; charset=utf-8"
     if name.endswith((".json", ".txt")):
         return ("application/json" if name.endswith(".json") else "text/plain") + "; charset=utf-8"
+    if name.endswith(".gz"):  # sent as stored: guess_type would call index.json.gz JSON
+        return "application/gzip"
     guessed, _ = mimetypes.guess_type(name)
     return guessed or "application/octet-stream"

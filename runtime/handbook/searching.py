@@ -77,7 +77,7 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
     }
     if passage.resource:
         rendered["resource"] = passage.resource
-    if (pedigree := snap.pedigree(snap.docs[passage.doc])) is not None:
+    if (pedigree := snap.pedigree(snap.doc_at(passage.doc))) is not None:
         rendered["pedigree"] = pedigree
     return rendered
 

@@ -3,7 +3,8 @@
 A call reads one snapshot from start to end, so a reload in the middle of it can never
 mix two bundles: lookups by id, languages, filters and the retriever all travel with
 the bundle they were made from. The maps are built on first use (a process that only
-searches never parses the catalog).
+searches never parses the catalog, and one that only gets docs by id parses their entries
+alone where the bundle has catalog-offsets.bin).
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ class Snapshot:
 
     @property
     def default_lang(self) -> str:
-        return self.bundle.catalog.library.default_lang or ""
+        return self.bundle.library_info.default_lang or ""
 
     def lang_of(self, doc: DocEntry) -> str:
         """A doc's language: its `lang`, else the library's default ("" when neither)."""
@@ -141,11 +142,25 @@ class Snapshot:
     def doc(self, doc_id: str) -> DocEntry | None:
         """The entry of `doc_id` (or `<this library>:<id>`) in the default language, or None."""
         wanted = doc_id.strip().removeprefix(f"{self.name}:")
+        if "by_id" not in self.__dict__ and (alone := self.bundle.docs_with_id(wanted)) is not None:
+            chosen = None  # as `by_id` chooses: the one in the default language, or the first
+            for doc in alone:
+                if chosen is None or self.lang_of(doc) == self.default_lang:
+                    chosen = doc
+            return chosen
         index = self.by_id.get(wanted)
         return None if index is None else self.docs[index]
 
+    def doc_at(self, position: int) -> DocEntry:
+        """The doc at `position` in the catalog (a search hit's), without parsing the whole
+        catalog where the bundle has catalog-offsets.bin."""
+        doc = self.bundle.doc_at(position)  # None once the catalog is parsed whole
+        return self.docs[position] if doc is None else doc
+
     def in_lang(self, doc_id: str, lang: str) -> DocEntry | None:
         """`doc_id`'s doc in language `lang`, or None."""
+        if "languages" not in self.__dict__ and (alone := self.bundle.docs_with_id(doc_id)):
+            return next((doc for doc in alone if self.lang_of(doc) == lang), None)
         positions = self.languages.get(lang, [])
         return next((self.docs[n] for n in positions if self.docs[n].id == doc_id), None)
 

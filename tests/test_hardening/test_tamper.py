@@ -1,8 +1,9 @@
 """The tamper matrix: every file of a signed bundle, changed in every small way an
 attacker or a failing disk could change it, makes the bundle refused.
 
-For each file (the manifest, catalog.json, index.json, search.bin, tools.json, llms.txt,
-every content file and every attached resource) and each change (a flipped bit at the
+For each file (the manifest, catalog.json, catalog-offsets.bin, index.json.gz,
+search.bin, tools.json, llms.txt, every content file and every attached resource) and
+each change (a flipped bit at the
 first, middle and last byte, a flipped high bit in the middle, one byte cut off, one
 byte appended, the file deleted, the file replaced by the one at the same path in
 another version of the library), the bundle is refused:
@@ -34,6 +35,7 @@ from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 from handbook import BundleError, Library
 from handbook.bundle import open_bundle
 from handbook.http import create_app
+from handbook.layout import CATALOG_OFFSETS
 from handbook.manifest import MANIFEST
 from handbook.reloader import Reloader
 from handbook.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
@@ -321,7 +323,15 @@ def test_every_file_tampered_is_refused(versions: Versions, tmp_path: Path, muta
 
 def test_the_matrix_covers_every_kind_of_file(versions: Versions) -> None:
     names = set(versions.files)
-    assert {MANIFEST, "catalog.json", "index.json", "search.bin", "tools.json", "llms.txt"} <= names
+    assert {
+        MANIFEST,
+        "catalog.json",
+        CATALOG_OFFSETS,
+        "index.json.gz",
+        "search.bin",
+        "tools.json",
+        "llms.txt",
+    } <= names
     assert sum(n.startswith("content/") for n in names) >= 3
     assert sum(n.startswith("resources/") for n in names) >= 2
     assert len(names) == len(versions.files)
@@ -413,9 +423,9 @@ def _folder_for_file(name: str) -> Callable[[Path, Path, Versions], str]:
 
 
 def _hardlink_swap(copy: Path, outside: Path, versions: Versions) -> str:
-    """llms.txt replaced by a hard link to index.json: a regular file, wrong bytes."""
+    """llms.txt replaced by a hard link to index.json.gz: a regular file, wrong bytes."""
     (copy / "llms.txt").unlink()
-    os.link(copy / "index.json", copy / "llms.txt")
+    os.link(copy / "index.json.gz", copy / "llms.txt")
     return "llms.txt"
 
 

@@ -61,7 +61,7 @@ def test_example_builds_and_verifies(tmp_path: Path) -> None:
         "build", "--config", str(EXAMPLE), "--out", str(tmp_path / "b"), "--key", str(KEY_FILE)
     )
     assert run.exit_code == 0, run.stderr
-    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 12 files")
+    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 13 files")
     verified = run_cli("verify", str(tmp_path / "b"), "--key", PUBLIC)
     assert verified.exit_code == 0
     assert verified.lines[-1] == "ok"
@@ -70,7 +70,13 @@ def test_example_builds_and_verifies(tmp_path: Path) -> None:
 
 def test_bundle_holds_what_the_spec_says(built: Path) -> None:
     files = listed_files(built)
-    assert {"catalog.json", "index.json", "tools.json", "llms.txt"} <= set(files)
+    assert {
+        "catalog.json",
+        "catalog-offsets.bin",
+        "index.json.gz",
+        "tools.json",
+        "llms.txt",
+    } <= set(files)
     catalog = json.loads((built / "catalog.json").read_bytes())
     docs = catalog["docs"]
     assert [d["id"] for d in docs] == sorted(d["id"] for d in docs)
@@ -133,7 +139,8 @@ def _damage_cases() -> list[tuple[str, str]]:
         for name in [
             "manifest.json",
             "catalog.json",
-            "index.json",
+            "catalog-offsets.bin",
+            "index.json.gz",
             "tools.json",
             "llms.txt",
             "content/*",
@@ -223,10 +230,10 @@ def test_untrusted_key_swapped_signature_and_unsigned(built: Path, tmp_path: Pat
 
 def test_verify_command_exit_codes(built: Path, tmp_path: Path) -> None:
     bundle = copy_of(built, tmp_path)
-    _flip(bundle / "index.json")
+    _flip(bundle / "index.json.gz")
     run = run_cli("verify", str(bundle), "--key", PUBLIC)
     assert run.exit_code == 1
-    assert run.stderr.startswith("refused: index.json: observed sha256 ")
+    assert run.stderr.startswith("refused: index.json.gz: observed sha256 ")
     assert run_cli("verify", str(bundle), "--key", "ed25519:not-base64").exit_code == 2
     assert run_cli("verify", str(tmp_path / "nowhere"), "--key", PUBLIC).exit_code == 1
 

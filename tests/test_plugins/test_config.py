@@ -112,7 +112,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "11:7: HB001 handbook.exclude: must be a list of glob patterns",
         "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
         "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
-        "signing_key, expires, layout, adopt, reviews, default_lang, audiences, semantic, pii",
+        "signing_key, expires, layout, adopt, reviews, default_lang, audiences, semantic, pii, lunr_index",
     ]
 
 
@@ -193,3 +193,24 @@ def test_mkdocs_declares_the_options_of_the_table() -> None:
     assert list(plugin_config) == [option.name for option in OPTIONS] + ["colour"]
     assert plugin_config["bundle_dir"] == "build/bundle"
     assert plugin_config["exclude"] == [] and plugin_config["signing_key"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(None, "gzip"), ("gzip", "gzip"), ("json", "json"), ("none", "none")]
+)
+def test_lunr_index_forms(tmp_path: Path, value: str | None, expected: str) -> None:
+    line = "" if value is None else f"      lunr_index: {value}\n"
+    path = write(tmp_path, HEAD + "      library: lib\n      version: 1.0.0\n" + line)
+    assert load_config(path).lunr_index == expected
+
+
+def test_lunr_index_off_in_yaml_is_none_and_other_values_are_refused(tmp_path: Path) -> None:
+    """YAML 1.1 reads a bare `off` or `no` as false: taken as meant, `none`."""
+    path = write(
+        tmp_path, HEAD + "      library: lib\n      version: 1.0.0\n      lunr_index: off\n"
+    )
+    assert load_config(path).lunr_index == "none"
+    found = errors(
+        tmp_path, HEAD + "      library: lib\n      version: 1.0.0\n      lunr_index: br\n"
+    )
+    assert found == ["7:7: HB001 handbook.lunr_index: 'br' is not one of gzip, json, none"]

@@ -14,11 +14,12 @@ The pure-Python tests at the end need neither.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +132,11 @@ def _write_unicode_library(root: Path) -> Path:
 
 
 def _build(name: str, config_path: Path, tmp: Path) -> Library:
-    """Build unsigned (pipeline.build does not consult $CI), then index the same entries,
-    in the same order (docs by path, as the build adds them), with lunr.py."""
-    config = load_config(config_path)
+    """Build unsigned (pipeline.build does not consult $CI) with `index.json` written
+    plainly (`lunr_index: json`; the default gzips the same bytes, see the last test), then
+    index the same entries, in the same order (docs by path, as the build adds them), with
+    lunr.py."""
+    config = replace(load_config(config_path), lunr_index="json")
     bundle = build(config, tmp / f"{name}-bundle", None).bundle
     entries = [*index_entries(check(config).docs), *_attached(bundle)]
     documents = [
@@ -381,3 +384,24 @@ def test_terms_are_in_utf16_code_unit_order(name: str, libraries: dict[str, Libr
     keys = [_by_utf16(t) for t in terms]
     assert keys == sorted(keys)
     assert len(set(terms)) == len(terms)
+
+
+@pytest.mark.parametrize("name", ["plant-floor", "skills"])
+def test_the_default_index_json_gz_is_index_json_gzipped(
+    libraries: dict[str, Library], tmp_path: Path, name: str
+) -> None:
+    """What lunr.js loads above is what the default build ships, compressed: the same
+    bytes once decompressed, in a gzip file with no name and time 0 (reproducible)."""
+    config = load_config({"plant-floor": EXAMPLE, "skills": SKILLS}[name])
+    assert config.lunr_index == "gzip"
+    bundle = build(config, tmp_path / "default", None).bundle
+    assert "index.json" not in bundle.manifest.signed.files
+    packed = bundle.read("index.json.gz")
+    assert packed[:10] == b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\xff"  # no name, mtime 0
+    assert gzip.decompress(packed) == libraries[name].index_path.read_bytes()
+
+
+def test_lunr_index_none_writes_no_lunr_index(tmp_path: Path) -> None:
+    config = replace(load_config(EXAMPLE), lunr_index="none")
+    files = build(config, tmp_path / "none", None).bundle.manifest.signed.files
+    assert not {"index.json", "index.json.gz"} & set(files) and "search.bin" in files

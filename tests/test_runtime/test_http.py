@@ -153,6 +153,11 @@ def test_bundle_files_by_hash_with_etags(
         assert again == 304
     status, headers, body = request(server, "/bundle/manifest.json")
     assert status == 200 and body == (plant_floor_bundle / "manifest.json").read_bytes()
+    # the lunr index is sent as stored, gzip bytes, never labelled JSON (which a browser
+    # would try to parse) nor with a Content-Encoding the bytes were not meant to carry
+    status, headers, body = request(server, "/bundle/index.json.gz")
+    assert status == 200 and headers["content-type"] == "application/gzip"
+    assert "content-encoding" not in headers and body[:2] == b"\x1f\x8b"
 
 
 def test_site_files_and_folders(server: tuple[str, int]) -> None:

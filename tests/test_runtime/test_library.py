@@ -5,6 +5,7 @@ new bundle only when it verifies."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -1068,7 +1069,7 @@ def _index_hits(index: SearchIndex, query: str) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def lunr_index(built: Path) -> Any:
-    return Index.load(json.loads((built / "index.json").read_bytes()))
+    return Index.load(json.loads(gzip.decompress((built / "index.json.gz").read_bytes())))
 
 
 @pytest.mark.parametrize("query", LUNR_QUERIES)
