@@ -32,6 +32,8 @@ from .layout import SEARCH
 from .query import Clause
 from .search_format import MAGIC, RESOURCE, VERSION
 
+EXHAUSTIVE_POSTINGS = 2000
+"""Queries reading at most this many postings score them all: as fast as the heads."""
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 
@@ -70,22 +72,63 @@ class Strings:
 
 class Postings(NamedTuple):
     """One group of postings (`handbook.search_format`): per row and field, where the row's
-    postings start; a row per term, or per term listed in `rows`."""
+    postings start; a row per term, or per term listed in `rows`. `head_lists` and `head`
+    (None in files written before them) give the best postings of each long list."""
 
     rows: memoryview | None
     offsets: memoryview
     entries: memoryview
     scores: memoryview
+    head_lists: memoryview | None = None
+    head: memoryview | None = None
 
-    def span(self, term: int, field: int, fields: int) -> tuple[int, int]:
-        """Where the postings of `term` in `field` are ((0, 0) for none)."""
+    def list_of(self, term: int, field: int, fields: int) -> int | None:
+        """The number of the posting list of `term` in `field` (None: no postings)."""
         row = term
         if self.rows is not None:
             row = bisect.bisect_left(self.rows, term)
             if row == len(self.rows) or self.rows[row] != term:
-                return 0, 0
-        i = row * fields + field
-        return self.offsets[i], self.offsets[i + 1]
+                return None
+        return row * fields + field
+
+    def span(self, term: int, field: int, fields: int) -> tuple[int, int]:
+        """Where the postings of `term` in `field` are ((0, 0) for none)."""
+        i = self.list_of(term, field, fields)
+        return (0, 0) if i is None else (self.offsets[i], self.offsets[i + 1])
+
+    def head_of(self, i: int) -> memoryview | None:
+        """The positions of list `i`'s best postings, by score descending (None when the
+        list is short, which means all of it is at hand, or the file has no heads)."""
+        if self.head_lists is None or self.head is None or not self.head_lists:
+            return None
+        at = bisect.bisect_left(self.head_lists, i)
+        if at == len(self.head_lists) or self.head_lists[at] != i:
+            return None
+        size = len(self.head) // len(self.head_lists)
+        return self.head[at * size : (at + 1) * size]
+
+
+class _List(NamedTuple):
+    """One posting list a query reads: a term in a field, in one group."""
+
+    field: int
+    group: int
+    number: int
+    start: int
+    stop: int
+    weight: float
+    """The term's boost in the field's query vector."""
+    magnitude: float
+    """The length of the field's query vector."""
+
+
+class _Plan(NamedTuple):
+    lists: list[_List]
+    """In lunr's summation order: by field, then term (`term_lunr_index`), then group."""
+    required: list[set[int]]
+    prohibited: set[int]
+    words: frozenset[str]
+    encounter: list[tuple[int, int]]
 
 
 class Hit(NamedTuple):
@@ -181,11 +224,22 @@ class SearchIndex:
             a[f"{prefix}postings"],
             a[f"{prefix}post_entry"],
             a[f"{prefix}post_score"],
+            a.get(f"{prefix}post_head_lists"),
+            a.get(f"{prefix}post_head"),
         )
         if len(group.offsets) != rows * len(self.fields) + 1 or len(group.entries) != len(
             group.scores
         ):
             raise ValueError("array sizes do not agree")
+        if (group.head_lists is None) != (group.head is None) or (
+            group.head_lists is not None
+            and group.head is not None
+            and (
+                len(group.head) % max(1, len(group.head_lists))
+                or (len(group.head_lists) == 0) != (len(group.head) == 0)
+            )
+        ):
+            raise ValueError("the posting heads do not agree")
         return group
 
     def strings(self, name: str) -> Strings:
@@ -257,14 +311,13 @@ class SearchIndex:
 
     def scores(self, clauses: Sequence[Clause]) -> tuple[dict[int, float], frozenset[str]]:
         """Every matching entry's lunr score, and the index terms the query expanded to."""
-        scores, words, _ = self._score(clauses)
-        return scores, words
+        plan = self._plan(clauses)
+        return self._exhaustive(plan), plan.words
 
-    def _score(
-        self, clauses: Sequence[Clause]
-    ) -> tuple[dict[int, float], frozenset[str], list[tuple[int, int]]]:
-        """Scores, expanded words, and the (term, field) postings in the order lunr walks
-        them (clause, expanded term, field), which decides lunr's order among equal scores."""
+    def _plan(self, clauses: Sequence[Clause]) -> _Plan:
+        """The query vectors, filters and expanded words of a query, and the (term, field)
+        postings in the order lunr walks them (clause, expanded term, field), which decides
+        lunr's order among equal scores."""
         encounter: dict[tuple[int, int], None] = {}
         nfields = len(self.fields)
         field_no = {name: f for f, name in enumerate(self.fields)}
@@ -285,33 +338,49 @@ class SearchIndex:
                 for f in fields:
                     query[f][term] = query[f].get(term, 0.0) + clause.boost
                     encounter[(term, f)] = None
-        scores: dict[int, float] = {}
+        lists = []
         for f, vector in enumerate(query):
             if not vector:
                 continue
             magnitude = math.sqrt(sum(v * v for v in vector.values()))
+            for term in sorted(vector, key=self.term_lunr_index.__getitem__):  # lunr's order
+                for g, group in enumerate(self.groups):
+                    number = group.list_of(term, f, nfields)
+                    if number is not None:
+                        start, stop = group.offsets[number], group.offsets[number + 1]
+                        weight = float(vector[term])
+                        lists.append(_List(f, g, number, start, stop, weight, magnitude))
+        return _Plan(lists, required, prohibited, frozenset(words), list(encounter))
+
+    def _exhaustive(self, plan: _Plan) -> dict[int, float]:
+        """Every matching entry's score, summed posting by posting in lunr's order."""
+        scores: dict[int, float] = {}
+        for _, lists in itertools.groupby(plan.lists, key=lambda x: x.field):
             dots: dict[int, float] = {}
-            for term in sorted(
-                vector, key=self.term_lunr_index.__getitem__
-            ):  # lunr's summation order
-                for group in self.groups:
-                    start, stop = group.span(term, f, nfields)
-                    # weight * (score / 1000), computed in C; x * 1.0 and x / 1.0 are exactly x
-                    values: Iterable[float] = map(_THOUSAND.__rtruediv__, group.scores[start:stop])
-                    if vector[term] != 1.0:
-                        values = map(float(vector[term]).__mul__, values)
-                    _accumulate(dots, group.entries[start:stop], values)
+            magnitude = 1.0
+            for posting_list in lists:
+                group = self.groups[posting_list.group]
+                start, stop, magnitude = (
+                    posting_list.start,
+                    posting_list.stop,
+                    posting_list.magnitude,
+                )
+                # weight * (score / 1000), computed in C; x * 1.0 and x / 1.0 are exactly x
+                values: Iterable[float] = map(_THOUSAND.__rtruediv__, group.scores[start:stop])
+                if posting_list.weight != 1.0:
+                    values = map(posting_list.weight.__mul__, values)
+                _accumulate(dots, group.entries[start:stop], values)
             if magnitude != 1.0:
                 dots = dict(
                     zip(dots.keys(), map(magnitude.__rtruediv__, dots.values()), strict=True)
                 )  # dot / magnitude
             _accumulate(scores, dots.keys(), dots.values())
-        if required:
-            keep = set(scores).intersection(*required)
+        if plan.required:
+            keep = set(scores).intersection(*plan.required)
             scores = {e: v for e, v in scores.items() if e in keep}
-        for entry in prohibited.intersection(scores) if prohibited else ():
+        for entry in plan.prohibited.intersection(scores) if plan.prohibited else ():
             del scores[entry]
-        return scores, frozenset(words), list(encounter)
+        return scores
 
     def search(
         self,
@@ -321,10 +390,20 @@ class SearchIndex:
     ) -> tuple[int, list[Hit]]:
         """(how many entries match, the best `limit` of them) in lunr's order: score
         descending; equal scores in the order lunr first meets the entries. With `docs`,
-        only entries of those docs (catalog positions) count."""
-        scores, words, encounter = self._score(clauses)
-        if docs is not None:
-            scores = {e: v for e, v in scores.items() if self.doc_of(e) in docs}
+        only entries of those docs (catalog positions) count.
+
+        The best ones come from the heads of the posting lists when those prove them
+        (`_top`); otherwise every posting is scored. Either way the hits, their order and
+        their scores are the same."""
+        plan = self._plan(clauses)
+        top = self._top(plan, limit, docs) if limit else None
+        if top is not None:
+            count, scores = top
+        else:
+            scores = self._exhaustive(plan)
+            if docs is not None:
+                scores = {e: v for e, v in scores.items() if self.doc_of(e) in docs}
+            count = len(scores)
         if limit is None or limit >= len(scores):
             chosen = list(scores)
         else:
@@ -332,9 +411,157 @@ class SearchIndex:
             cutoff = heapq.nlargest(limit, scores.values())[-1]
             chosen = [e for e, v in scores.items() if v >= cutoff]
         same = Counter(scores[e] for e in chosen)
-        order = self._first_met(encounter, {e for e in chosen if same[scores[e]] > 1})
+        order = self._first_met(plan.encounter, {e for e in chosen if same[scores[e]] > 1})
         best = sorted(chosen, key=lambda e: (-scores[e], order.get(e, (0, e))))[:limit]
-        return len(scores), [Hit(e, scores[e], words) for e in best]
+        return count, [Hit(e, scores[e], plan.words) for e in best]
+
+    def _top(
+        self, plan: _Plan, limit: int, docs: Container[int] | None
+    ) -> tuple[int, dict[int, float]] | None:
+        """(how many entries match, the exact scores of matching entries among which are
+        all those at or above the `limit`-th best score), or None when the posting heads
+        cannot prove that cheaply and every posting must be scored.
+
+        A long list's head holds its best postings, and its last score bounds every other
+        posting of the list (its tail). In C, every list's entries are counted: how many
+        long lists hold each entry. An entry's bound is what the heads and short lists
+        give it, plus the largest tail bounds, as many as the long lists whose tails may
+        hold it. Entries are scored exactly (in lunr's order, so to the same float) best
+        bound first, until the `limit`-th best exact score is above every bound left;
+        then the entries at no head whose count alone could reach it. Nothing that could
+        tie is pruned."""
+        lists = plan.lists
+        if sum(x.stop - x.start for x in lists) <= EXHAUSTIVE_POSTINGS:
+            return None  # as fast to score them all
+        if any(self.groups[x.group].head is None for x in lists):
+            return None  # a file written before the heads
+        known: list[dict[int, int]] = []
+        complete: list[bool] = []
+        tails: list[float] = []
+        in_long: Counter[int] = Counter()
+        in_short: set[int] = set()
+        bounds: dict[int, float] = {}
+        at_heads: dict[int, list[float]] = {}  # entry: the tail bounds of lists it heads
+        for x in lists:
+            group = self.groups[x.group]
+            entries = group.entries[x.start : x.stop]
+            head = group.head_of(x.number)
+            scale = x.weight / _THOUSAND / x.magnitude
+            if head is None:
+                postings = dict(zip(entries, group.scores[x.start : x.stop], strict=True))
+                in_short.update(postings)
+            else:
+                positions = head.tolist()
+                if min(positions) < x.start or max(positions) >= x.stop:
+                    raise FormatError(f"{SEARCH}: a posting head lies outside its list")
+                postings = {group.entries[i]: group.scores[i] for i in positions}
+                tail = group.scores[positions[-1]] * scale
+                tails.append(tail)
+                in_long.update(entries)  # C: how many long lists hold each entry
+                for entry in postings:
+                    at_heads.setdefault(entry, []).append(tail)
+            known.append(postings)
+            complete.append(head is None)
+            get = bounds.get
+            for entry, stored in postings.items():
+                bounds[entry] = get(entry, 0.0) + stored * scale
+        tails.sort(reverse=True)
+        # largest[n]: the sum of the n largest tail bounds, which bounds an entry in n tails
+        largest = list(itertools.accumulate(tails, initial=0.0))
+        for entry in bounds:
+            own = at_heads.get(entry)
+            if own is None:
+                bounds[entry] += largest[in_long[entry]]
+            else:  # in the tails of the other lists that hold it: the largest of theirs
+                bounds[entry] += _largest(tails, own, in_long[entry] - len(own))
+        best: list[float] = []
+        found: dict[int, float] = {}
+        theta = -math.inf
+
+        def score(entry: int) -> None:
+            nonlocal theta
+            if not self._allowed(entry, plan, docs):
+                return
+            value = found[entry] = self._exact(entry, plan, known, complete)
+            if len(best) < limit:
+                heapq.heappush(best, value)
+            elif value > best[0]:
+                heapq.heapreplace(best, value)
+            if len(best) == limit:
+                theta = best[0]
+
+        for entry in sorted(bounds, key=bounds.__getitem__, reverse=True):
+            if bounds[entry] < theta - _slack(theta):
+                break
+            score(entry)
+        # entries at no head, bounded by how many tails hold them
+        need = bisect.bisect_left(largest, theta - _slack(theta))
+        if need < len(largest):
+            outside = set(_at_least(in_long, need)).difference(bounds)
+            if len(outside) * len(tails) > sum(x.stop - x.start for x in lists) // 4:
+                return None  # cheaper to score every posting
+            for entry in outside:
+                score(entry)
+        count = self._count(plan, docs, in_long, in_short)
+        if len(best) < limit and len(found) < count:
+            return None  # fewer than `limit` found, and some match unscored
+        return count, found
+
+    def _allowed(self, entry: int, plan: _Plan, docs: Container[int] | None) -> bool:
+        return (
+            entry not in plan.prohibited
+            and all(entry in r for r in plan.required)
+            and (docs is None or self.doc_of(entry) in docs)
+        )
+
+    def _exact(
+        self, entry: int, plan: _Plan, known: list[dict[int, int]], complete: list[bool]
+    ) -> float:
+        """An entry's score, summed as `_exhaustive` sums it (the same floats, in the same
+        order), from the postings at hand or found by bisection."""
+        g = 0 if entry < len(self.entry_doc) else len(self.groups) - 1
+        group = self.groups[g]
+        score = 0.0
+        hit = False
+        dot = 0.0
+        field = -1
+        magnitude = 1.0
+        for n, x in enumerate(plan.lists):
+            if x.field != field:
+                if hit:
+                    score += dot / magnitude if magnitude != 1.0 else dot
+                field, magnitude, dot, hit = x.field, x.magnitude, 0.0, False
+            if x.group != g:
+                continue
+            stored = known[n].get(entry)
+            if stored is None:
+                if complete[n]:
+                    continue
+                i = bisect.bisect_left(group.entries, entry, x.start, x.stop)
+                if i == x.stop or group.entries[i] != entry:
+                    continue
+                stored = group.scores[i]
+            value = stored / _THOUSAND
+            dot += x.weight * value if x.weight != 1.0 else value
+            hit = True
+        if hit:
+            score += dot / magnitude if magnitude != 1.0 else dot
+        return score
+
+    def _count(
+        self, plan: _Plan, docs: Container[int] | None, counted: Counter[int], rest: set[int]
+    ) -> int:
+        """How many entries match: those of every list read (`counted` and `rest`) that
+        pass the filters, by set operations in C; no score summed."""
+        if not plan.required and not plan.prohibited and docs is None:
+            return len(counted) + len(rest.difference(counted))
+        matched = rest.union(counted)
+        if plan.required:
+            matched.intersection_update(*plan.required)
+        matched -= plan.prohibited
+        if docs is None:
+            return len(matched)
+        return sum(1 for e in matched if self.doc_of(e) in docs)
 
     def _first_met(
         self, encounter: list[tuple[int, int]], entries: set[int]
@@ -369,6 +596,32 @@ class SearchIndex:
 
 
 _THOUSAND = 1000
+
+
+def _largest(tails: list[float], skip: list[float], n: int) -> float:
+    """The sum of the `n` largest of `tails` (sorted, largest first) once each value in
+    `skip` is taken out of them."""
+    left = list(skip)
+    total = 0.0
+    for tail in tails:
+        if n <= 0:
+            break
+        if tail in left:
+            left.remove(tail)
+            continue
+        total += tail
+        n -= 1
+    return total
+
+
+def _at_least(counts: Counter[int], n: int) -> Iterable[int]:
+    """The keys counted at least `n` times, filtered in C."""
+    return itertools.compress(counts.keys(), map(n.__le__, counts.values()))
+
+
+def _slack(theta: float) -> float:
+    """Room for rounding: bounds are summed in another order than the scores."""
+    return 1e-9 * (1.0 + abs(theta))
 
 
 def _accumulate(totals: dict[int, float], keys: Iterable[int], values: Iterable[float]) -> None:
