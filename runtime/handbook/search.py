@@ -421,7 +421,7 @@ class SearchIndex:
         else:
             # everything above the limit-th score, and every entry tied with it
             cutoff = heapq.nlargest(limit, scores.values())[-1]
-            chosen = [e for e, v in scores.items() if v >= cutoff]
+            chosen = list(itertools.compress(scores, map(cutoff.__le__, scores.values())))
         same = Counter(scores[e] for e in chosen)
         order = self._first_met(plan.encounter, {e for e in chosen if same[scores[e]] > 1})
         best = sorted(chosen, key=lambda e: (-scores[e], order.get(e, (0, e))))[:limit]
@@ -489,6 +489,10 @@ class SearchIndex:
             get = bounds.get
             for entry, stored in at_hand.items():
                 bounds[entry] = get(entry, 0.0) + stored * scale
+        filtered = bool(plan.required or plan.prohibited or docs is not None)
+        floor = -math.inf  # at most the limit-th best score: of the scores at hand alone
+        if not filtered and len(bounds) >= limit:
+            floor = heapq.nlargest(limit, bounds.values())[-1]
         tails.sort(reverse=True)
         # largest[n]: the sum of the n largest tail bounds, which bounds an entry in n tails
         largest = list(itertools.accumulate(tails, initial=0.0))
@@ -498,11 +502,12 @@ class SearchIndex:
                 bounds[entry] += largest[in_long[entry]]
             else:  # in the tails of the other lists that hold it: the largest of theirs
                 bounds[entry] += _largest(tails, own, in_long[entry] - len(own))
+        if sum(map((floor - _slack(floor)).__le__, bounds.values())) > budget:
+            return None  # more entries than the budget may beat the floor: near-ties
         recipe = self._recipe(plan, known, complete)
         best: list[float] = []
         found: dict[int, float] = {}
         theta = -math.inf
-        filtered = bool(plan.required or plan.prohibited or docs is not None)
 
         def score(entry: int) -> None:
             nonlocal theta
@@ -528,9 +533,9 @@ class SearchIndex:
         # entries at no head: bounded by the tails that hold them
         need = bisect.bisect_left(largest, theta - _slack(theta))
         if need < len(largest):
-            if need <= 1 and len(in_long) > len(bounds) + budget:
-                return None  # any entry of a long list could be among the best
-            outside = self._outside(lists, tail_of, in_long, need, bounds)
+            outside = self._outside(lists, tail_of, in_long, need, bounds, budget)
+            if outside is None:
+                return None  # too many entries at no head may reach the best: score all
             cut = theta - _slack(theta)
             ahead = [e for e, bound in outside.items() if bound >= cut]
             if len(found) + len(ahead) > budget:
@@ -550,33 +555,49 @@ class SearchIndex:
         tail_of: list[float | None],
         counts: Counter[int],
         need: int,
-        known: Container[int],
-    ) -> dict[int, float]:
+        known: dict[int, float],
+        budget: int,
+    ) -> dict[int, float] | None:
         """The entries not `known` that `need` or more long lists hold (`counts`), each
-        with the sum of those lists' tail bounds. With `need` at 2 or more, each is in a
-        long list other than the longest, so only those are read (filtered in C); an
-        entry counted in one list more than they hold is in the longest too."""
+        with a bound on the sum of those lists' tail bounds. Each such entry is in one of
+        the lists left once the `need - 1` longest are set aside: only those are read
+        (filtered in C). An entry counted in more lists than they hold it in is in as
+        many of the longest, bounded by their largest tails. None when there are more
+        than `budget`."""
         long = [n for n, tail in enumerate(tail_of) if tail is not None]
         if need <= 1:
+            if len(counts) > len(known) + budget:
+                return None
             everything = sum(t for t in tail_of if t is not None)
             return {e: everything for e in counts if e not in known}
-        longest = max(long, key=lambda n: lists[n].stop - lists[n].start)
+        long.sort(key=lambda n: lists[n].stop - lists[n].start, reverse=True)
+        aside, read = long[: need - 1], long[need - 1 :]
+        ahead: set[int] = set()
+        for n in read:
+            x = lists[n]
+            entries = self.groups[x.group].entries[x.start : x.stop]
+            ahead.update(
+                itertools.compress(entries, map(need.__le__, map(counts.__getitem__, entries)))
+            )
+        ahead.difference_update(known)
+        if len(ahead) > budget:
+            return None
         bounds: dict[int, float] = {}
         held: Counter[int] = Counter()
-        for n in long:
-            x, tail = lists[n], tail_of[n]
-            if n == longest or tail is None:
-                continue
+        for n in read:
+            x, tail = lists[n], tail_of[n] or 0.0
             entries = self.groups[x.group].entries[x.start : x.stop]
-            many = itertools.compress(entries, map(need.__le__, map(counts.__getitem__, entries)))
-            for entry in many:
-                if entry not in known:
-                    bounds[entry] = bounds.get(entry, 0.0) + tail
-                    held[entry] += 1
-        last = tail_of[longest] or 0.0
+            for entry in itertools.compress(entries, map(ahead.__contains__, entries)):
+                bounds[entry] = bounds.get(entry, 0.0) + tail
+                held[entry] += 1
+        # largest[m]: the sum of the m largest tails of the lists set aside
+        largest = list(
+            itertools.accumulate(
+                sorted((tail_of[n] or 0.0 for n in aside), reverse=True), initial=0.0
+            )
+        )
         for entry in bounds:
-            if counts[entry] > held[entry]:
-                bounds[entry] += last
+            bounds[entry] += largest[counts[entry] - held[entry]]
         return bounds
 
     def _recipe(
@@ -634,7 +655,7 @@ class SearchIndex:
         """How many entries match: those of every list read (`counted` and `rest`) that
         pass the filters, by set operations in C; no score summed."""
         if not plan.required and not plan.prohibited and docs is None:
-            return len(counted) + len(rest.difference(counted))
+            return len(counted) + len(rest) - sum(map(counted.__contains__, rest))
         matched = rest.union(counted)
         if plan.required:
             matched.intersection_update(*plan.required)
