@@ -34,10 +34,10 @@ from .search_format import MAGIC, RESOURCE, VERSION
 
 EXHAUSTIVE_POSTINGS = 1000
 """Queries reading at most this many postings score them all: as fast as the heads."""
-POSTINGS_PER_LOOKUP = 4
-"""The top-k path gives up (and every posting is scored) once it has scored one entry,
+POSTINGS_PER_LOOKUP = 2
+"""The top-k path gives up (and every posting is scored) once it would score one entry,
 a bisection per list, for every this many postings the query reads per list: measured
-on msdocs-10k, where 4 beat 8 and 16 at p50, p90 and in total time."""
+on msdocs-10k's bench queries, 2 beat 1, 4 and 8 in total time and at p99."""
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 
