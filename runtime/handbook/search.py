@@ -10,6 +10,12 @@ an entry's score is the sum over fields of (query · field vector) / |query|. Th
 postings come in groups (the docs' entries, and those of attached markdown files when
 the bundle has any); an entry's postings are all in one group, so its score sums the
 same terms in the same order as lunr's.
+
+`SearchIndex.search` finds the best k without summing every posting when it can: the
+file keeps the best postings of each long list (its head), which bound the rest, and
+`_top` scores entries best bound first until no bound left can reach the k-th score.
+It answers exactly what scoring every posting answers (`_exhaustive`): the same count,
+hits, order and floats; when it cannot prove the top k cheaply, that is what it does.
 """
 
 from __future__ import annotations
@@ -446,9 +452,9 @@ class SearchIndex:
         postings = sum(x.stop - x.start for x in lists)
         if postings <= EXHAUSTIVE_POSTINGS:
             return None  # as fast to score them all
+        # entries scored one by one (a bisection per list each) before it is cheaper to
+        # score every posting
         budget = max(4 * limit, postings // (POSTINGS_PER_LOOKUP * len(lists)))
-        """Entries scored one by one (a bisection per list each) before it is cheaper to
-        score every posting."""
         if any(self.groups[x.group].head is None for x in lists):
             return None  # a file written before the heads
         known: list[dict[int, int]] = []
