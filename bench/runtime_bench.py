@@ -68,7 +68,10 @@ BENCH = Path(__file__).resolve().parent
 RUNTIME = WORK / "runtime"
 """Anchor indexes, query sets and child arguments, per library."""
 CRANFIELD = ROOT.parent / "shared" / "data" / "cranfield"
-ENGINES = ("handbook", "lunr.py", "naive scan", "FTS5", "tantivy", "bm25s")
+EXHAUSTIVE = "handbook, every posting"
+"""Handbook with its top-k path off (`handbook.search.EXHAUSTIVE_POSTINGS` unbounded):
+the ranking before posting heads, in the same run, and what the top-k path must equal."""
+ENGINES = ("handbook", "lunr.py", "naive scan", "FTS5", "tantivy", "bm25s", EXHAUSTIVE)
 GOAL_DOCS = 10_000
 GOAL_COLD_MS, GOAL_P50_MS, GOAL_P99_MS, GOAL_RSS_MB = 150.0, 1.0, 20.0, 150.0
 LARGE = 5_000
@@ -145,6 +148,7 @@ def get(doc_id):
         """\
 lib = Library.open(ARGS["path"], trusted_keys=[ARGS["key"]])""",
     ),
+    EXHAUSTIVE: ("", ""),  # filled in below from Handbook's
     "lunr.py": (
         """\
 from lunr.index import Index
@@ -209,6 +213,13 @@ with open(ARGS["index"] + "/refs.json", encoding="utf-8") as fh:
 STEMMER = Stemmer.Stemmer("english")""",
     ),
 }
+
+
+SNIPPETS[EXHAUSTIVE] = (
+    SNIPPETS["handbook"][0]
+    + "\nimport handbook.search\nhandbook.search.EXHAUSTIVE_POSTINGS = 1 << 62",
+    SNIPPETS["handbook"][1],
+)
 
 
 def _memory() -> dict[str, float]:
@@ -664,6 +675,14 @@ def measure(label: str, config: Path, args: argparse.Namespace) -> Measured:
             file=sys.stderr,
         )
         runs.append(run_engine(engine, label, base, warm_args, args.cold_runs))
+    every = next((r for r in runs if r.engine == EXHAUSTIVE), None)
+    if every is not None:
+        pairs = list(zip(runs[0].warm["refs"], every.warm["refs"], strict=True))
+        same = sum(a == b for a, b in pairs)
+        notes.append(
+            f"top-k path against every posting scored: {same} of {len(pairs)} queries give "
+            "the same top 10 (refs, order and scores)"
+        )
     library = Measured(label, docs, setup["entries"], build_s, runs, queries, notes)
     if docs >= LARGE:
         library.parity = parity(runs[0], runs[1], args.parity_queries)

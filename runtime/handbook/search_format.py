@@ -24,7 +24,18 @@ The header names each array with its byte offset, item count and type (``I`` uin
 ``entry_anchor``          section anchors ("" for a doc's own entry) (string table)
 ``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
+``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
+                          postings, ascending
+``post_head``             per such list, the positions (in ``post_entry``) of its HEAD
+                          highest-scoring postings, by score descending, ties by position;
+                          the same count for every list (HEAD = len(post_head) /
+                          len(post_head_lists)), so the last one's score bounds the rest
 ========================  ================================================================
+
+The two ``post_head`` arrays (and the ``resource_`` ones, of the attached files'
+postings) were added within version 1: a reader that does not know them ranks every
+posting, one that does ranks the top of each list first and stops once no other entry can
+reach the top k (`handbook.search`); a file without them is ranked exhaustively.
 
 A string table ``NAME`` is two arrays: ``NAME`` (the UTF-8 strings concatenated) and
 ``NAME_offsets`` (uint32, where each starts, plus one final offset).
@@ -40,6 +51,7 @@ postings of the docs' there), so every reader builds the same query vectors as l
 ``resource_postings``     per listed term and field: offset of its first posting (+1 final)
 ``resource_post_entry``   the entry of each posting (numbered after the docs' entries)
 ``resource_post_score``   as ``post_score``
+``resource_post_head_*``  as ``post_head_lists`` and ``post_head``
 ``resource_entry_file``   the attached file of each entry (its number in these arrays)
 ``resource_entry_start``  the entry's UTF-8 byte range in its file
 ``/_end``
@@ -55,6 +67,7 @@ postings of the docs' there), so every reader builds the same query vectors as l
 
 from __future__ import annotations
 
+import heapq
 import json
 import sys
 from array import array
@@ -68,6 +81,9 @@ MAGIC = b"HBSEARCH"
 VERSION = 1
 RESOURCE = "resource_"
 """The prefix of the arrays that hold attached markdown files' entries."""
+HEAD = 64
+"""Postings of a long list kept in score order (``post_head``): enough that the top 10
+of almost every query is found among them and the tail's bound rules out the rest."""
 
 
 def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
@@ -196,10 +212,28 @@ def _group(
     arrays[f"{prefix}postings"] = ("I", postings.offsets)
     arrays[f"{prefix}post_entry"] = ("I", postings.entries)
     arrays[f"{prefix}post_score"] = (scores.typecode, scores)
+    lists, head = impact_heads(postings.offsets, postings.scores, HEAD)
+    arrays[f"{prefix}post_head_lists"] = ("I", lists)
+    arrays[f"{prefix}post_head"] = ("I", head)
     owner = f"{prefix}entry_file" if prefix else "entry_doc"
     arrays[owner] = ("I", array("I", passages.owner))
     arrays[f"{prefix}entry_start"] = ("I", array("I", [a for a, _ in passages.ranges]))
     arrays[f"{prefix}entry_end"] = ("I", array("I", [b for _, b in passages.ranges]))
+
+
+def impact_heads(
+    offsets: Sequence[int], scores: Sequence[int], size: int = HEAD
+) -> tuple[array[int], array[int]]:
+    """(the lists longer than `size` postings, per list the positions of its `size` best
+    postings by score descending, ties by position): ``post_head_lists``, ``post_head``."""
+    lists, head = array("I"), array("I")
+    for i in range(len(offsets) - 1):
+        start, stop = offsets[i], offsets[i + 1]
+        if stop - start > size:
+            lists.append(i)
+            # nlargest is sorted(..., reverse=True)[:size]: stable, so ties keep position order
+            head.extend(heapq.nlargest(size, range(start, stop), key=scores.__getitem__))
+    return lists, head
 
 
 def _strings_into(
