@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -184,13 +185,27 @@ class SQLiteStore:
         if db is None:
             try:
                 db = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-                db.execute("PRAGMA journal_mode=WAL")
+                self._wal(db)
                 db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
                 db.execute("PRAGMA foreign_keys=ON")
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"the inbox {self.path} cannot be opened: {exc}") from None
             self._local.db = db
         return db
+
+    def _wal(self, db: sqlite3.Connection) -> None:
+        """Switch to WAL. The switch takes the file's lock without waiting on the busy
+        handler, so replicas opening one file at once would see `database is locked`:
+        try again until the store's timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection) -> None:
