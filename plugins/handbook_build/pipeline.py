@@ -125,15 +125,20 @@ def build(
             raise BuildError(result.findings, len(result.docs))
         docs = [doc for doc in result.docs if doc.path not in result.omitted]
         bundles: dict[str, Bundle] = {}
-        for audience, target in targets.items():
+        for n, (audience, target) in enumerate(targets.items(), 1):
             chosen = docs if settings is None else visible(docs, str(audience), settings)
             with staging(target) as writer:
                 if not per_doc:
                     index = LunrIndex()  # which docs an audience reads is known once all are read
                     index.extend(index_entries(chosen))
                 _write(config, writer, key, result, chosen, index, audience)
-                bundles[str(audience)] = publish(writer, target, key)
-    default = bundles[str(settings.default if settings else None)]
+                index = LunrIndex()
+                if n == len(targets):  # the docs are written: leave the memory to verifying
+                    chosen = []
+                    docs.clear()
+                    result.docs.clear()
+                bundles[audience or ""] = publish(writer, target, key)
+    default = bundles[settings.default if settings else ""]
     return BuildResult(result.findings, default, bundles if settings else {})
 
 
