@@ -15,6 +15,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any
 
+from .bundle import Bundle
 from .principals import PUBLIC, Principals
 from .served import Served
 
@@ -39,6 +40,17 @@ class AudienceRouter:
 
     def current(self) -> Served:
         return self.by_audience[self.audience(CURRENT_PRINCIPAL.get())]
+
+    def bundles(self) -> Mapping[str, Bundle]:
+        """The asking principal's bundles; outside a request (the server announcing what
+        it serves), every audience's, as `library@audience`."""
+        if CURRENT_PRINCIPAL.get() is None and not self.admits(None):
+            return {
+                f"{name}@{audience}": bundle
+                for audience, served in self.by_audience.items()
+                for name, bundle in served.bundles().items()
+            }
+        return self.current().bundles()
 
     def __getattr__(self, name: str) -> Any:  # every tool, status, bundles, tool_context
         return getattr(self.current(), name)

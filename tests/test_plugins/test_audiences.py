@@ -130,6 +130,10 @@ def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path)
         for p in ("bundle", "bundles/staff", "bundles/customer-acme")
     }
     router = by_audience(next(iter(libraries.values())), libraries, principals)
+    staff_only = by_audience(
+        libraries["bundles/staff"], {"s": libraries["bundles/staff"]}, principals
+    )
+    assert list(staff_only.bundles()) == ["access-example@staff"]  # what serve announces
     with live(create_app(router, principals=principals, mcp=http_app(router))) as address:
 
         def ask(name: str, path: str) -> tuple[int, dict[str, object]]:
