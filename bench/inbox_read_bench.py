@@ -23,9 +23,10 @@ from pathlib import Path
 from synth import generate
 
 from handbook import Library
-from handbook.inbox import Inbox, Writable
+from handbook.inbox import Inbox
 from handbook.inbox_records import payload, record_id
 from handbook.stores import Caps, SQLiteStore, Stored
+from handbook.writable import Writable
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -38,7 +39,8 @@ started = time.perf_counter()
 from handbook import Library
 library = Library.open(sys.argv[1], allow_unsigned=True)
 if sys.argv[2]:
-    from handbook.inbox import Inbox, Writable
+    from handbook.inbox import Inbox
+    from handbook.writable import Writable
     from handbook.stores import SQLiteStore
     library = Writable(library, Inbox(SQLiteStore(sys.argv[2])))
 library.get(sys.argv[3])

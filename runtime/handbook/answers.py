@@ -234,7 +234,7 @@ class BriefAnswer(Answer, total=False):
 
 
 class WriteAnswer(Answer, total=False):
-    """What `propose`, `contradict` and `corroborate` answer (`handbook.inbox`)."""
+    """What `propose`, `contradict` and `corroborate` answer (`handbook.writable`)."""
 
     id: str
     kind: str

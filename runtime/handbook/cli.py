@@ -26,8 +26,9 @@ from .cli_queries import (
 )
 from .cli_serve import inbox_options, serve, token
 from .errors import BundleError, KeyFormatError
-from .inbox import Inbox, Writable
+from .inbox import Inbox
 from .tools import READ_TOOLS
+from .writable import Writable
 
 BUILD_COMMANDS = {
     "adopt": "handbook_build.commands:adopt",

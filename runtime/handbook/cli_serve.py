@@ -15,7 +15,7 @@ from .cli_queries import Sources, bundle_options
 from .connections import Limits
 from .errors import HandbookError, KeyFormatError
 from .gate import DEFAULT_BURST, DEFAULT_RATE
-from .inbox import Inbox, Writable
+from .inbox import Inbox
 from .library import Library
 from .principals import PUBLIC, TOKENS_FILE_ENV, Principals, add_token
 from .request_log import KEY_ENV, RequestLog
@@ -23,6 +23,7 @@ from .served import Served
 from .shelf import Shelf
 from .signing import PublicKey
 from .stores import Caps, StoreUnavailable, open_store
+from .writable import Writable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -34,7 +34,7 @@ class ToolContext(NamedTuple):
     """Filterable field -> its known values (None: too many to list)."""
     languages: tuple[str, ...]
     writable: bool = False
-    """Served with a writable inbox (`handbook.inbox`): the write tools are offered."""
+    """Served with a writable inbox (`handbook.writable`): the write tools are offered."""
 
 
 def context_of(catalogs: Sequence[Catalog], reserved: frozenset[str] = frozenset()) -> ToolContext:

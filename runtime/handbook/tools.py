@@ -330,7 +330,7 @@ READ_TOOLS: tuple[Tool, ...] = (
 )
 
 
-# -- the write tools: served only with a writable inbox (`handbook.inbox`) ----------------
+# -- the write tools: served only with a writable inbox (`handbook.writable`)-------------
 
 _WRITES = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
            "openWorldHint": False}  # fmt: skip

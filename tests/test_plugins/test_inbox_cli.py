@@ -15,8 +15,9 @@ from reviewers import key_file, reviews_option
 
 from handbook import Library
 from handbook.dispatch import call
-from handbook.inbox import Inbox, Writable
+from handbook.inbox import Inbox
 from handbook.stores import SQLiteStore
+from handbook.writable import Writable
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -17,12 +17,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from handbook import Library
 from handbook.dispatch import call
 from handbook.http import create_app
-from handbook.inbox import Inbox, Writable
+from handbook.inbox import Inbox
 from handbook.inbox_records import TAGS, payload, record_id, sign
 from handbook.mcp import http_app
 from handbook.signing import public_key_of, signing_input
 from handbook.stores import Caps, SQLiteStore
 from handbook.tools import WRITE_TOOLS, definitions
+from handbook.writable import Writable
 
 AC200 = "device.acme.ac200"
 AGENT = Ed25519PrivateKey.from_private_bytes(bytes([7]) * 32)
