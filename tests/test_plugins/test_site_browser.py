@@ -79,10 +79,15 @@ def test_material_search_finds_a_doc_by_keyword(browser: webdriver.Chrome, base_
     )
     field.click()
     field.send_keys("ac200")  # a keyword from the frontmatter; the text says "AC-200"
+    # Material re-renders the result list as the query settles, so the hrefs are read in
+    # one script call: element handles kept across renders would go stale.
     WebDriverWait(browser, WAIT_S).until(
         lambda driver: any(
-            "acme-ac200" in (link.get_attribute("href") or "")
-            for link in driver.find_elements(By.CSS_SELECTOR, ".md-search-result__link")
+            "acme-ac200" in href
+            for href in driver.execute_script(
+                "return Array.from(document.querySelectorAll('.md-search-result__link'),"
+                " (a) => a.href || '');"
+            )
         )
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

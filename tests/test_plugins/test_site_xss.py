@@ -82,11 +82,16 @@ def ran(browser: webdriver.Chrome) -> list[str]:
 
 
 def text_of(browser: webdriver.Chrome, selector: str) -> list[str]:
-    """The text of each element `selector` finds, shown or not (the nav folds)."""
-    return [
-        " ".join(str(element.get_attribute("textContent")).split())
-        for element in browser.find_elements(By.CSS_SELECTOR, selector)
-    ]
+    """The text of each element `selector` finds, shown or not (the nav folds).
+
+    Read in one script call: Material re-renders search results as a query settles, and
+    element handles kept across a render go stale.
+    """
+    found = browser.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), (e) => e.textContent);",
+        selector,
+    )
+    return [" ".join(str(text).split()) for text in found]
 
 
 def test_the_trap_catches_a_script_that_runs(browser: webdriver.Chrome, base_url: str) -> None:
@@ -129,8 +134,7 @@ def test_search_shows_titles_as_text(browser: webdriver.Chrome, base_url: str, k
     field.click()
     field.send_keys(f"Hostile {list(PAGES).index(path)}")
     WebDriverWait(browser, WAIT_S).until(
-        lambda driver: driver.find_elements(By.CSS_SELECTOR, ".md-search-result__article h1")
+        lambda driver: titles()[path] in text_of(driver, ".md-search-result__article h1")
     )
-    assert titles()[path] in text_of(browser, ".md-search-result__article h1")
     assert ran(browser) == []
     assert browser.execute_script(ACTIVE) == []
