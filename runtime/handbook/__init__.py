@@ -7,6 +7,7 @@ The build side (`handbook_build`) depends on this package, never the reverse.
 
 from __future__ import annotations
 
+from .actor import Actor, acting
 from .answers import (
     Answer,
     AskAnswer,
@@ -42,6 +43,7 @@ from .trust import TrustPolicy
 __version__ = "0.1.0"
 
 __all__ = [
+    "Actor",
     "Answer",
     "AskAnswer",
     "BriefAnswer",
@@ -70,4 +72,5 @@ __all__ = [
     "TrustPolicy",
     "UnlistedFileError",
     "__version__",
+    "acting",
 ]

@@ -189,6 +189,14 @@ class Source(TypedDict, total=False):
     pedigree: Pedigree
 
 
+class ActorInfo(TypedDict, total=False):
+    """Whom a request acts for (`handbook.actor`): only the parts the transport sent."""
+
+    actor: str
+    tenant: str
+    workspace: str
+
+
 class AskAnswer(Answer, total=False):
     answer: str
     evidence_state: str
@@ -197,6 +205,8 @@ class AskAnswer(Answer, total=False):
     library: str | None
     version: str | None
     correlation_id: str
+    actor: ActorInfo
+    """The actor context the request carried, echoed; absent when none was sent."""
     coverage: float
     key_terms: list[str]
     missing_terms: list[str]

@@ -23,6 +23,7 @@ from typing import Any
 
 from lunr.stop_word_filter import WORDS as STOP_WORDS
 
+from .actor import CURRENT_ACTOR
 from .answers import AskAnswer, SearchHit, Source
 from .bounds import json_len, refusal
 from .query import Clause, QueryError
@@ -75,6 +76,9 @@ def ask(
         "version": libraries[0].version if len(libraries) == 1 else None,
         "correlation_id": correlation_id or uuid.uuid4().hex,
     }
+    actor = CURRENT_ACTOR.get()
+    if actor is not None:  # whom the question was asked for, as the transport said
+        base["actor"] = actor.info()
     if not libraries:
         answer = "No verified library is loaded, so there is no evidence to answer from."
         return {**base, "answer": answer, "evidence_state": "unavailable", "sources": []}

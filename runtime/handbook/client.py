@@ -6,7 +6,8 @@ dict, so a `RemoteLibrary` can itself be served by any transport. When the serve
 cannot be reached, is too slow or answers with something that is not the API's JSON,
 nothing raises: `ask` answers ``evidence_state: unavailable`` and the other tools an
 ``{"error": {"code": "unavailable", …}}`` dict, so the application's other functions
-keep working (degraded mode) and recover by themselves when the server is back.
+keep working (degraded mode) and recover by themselves when the server is back. The
+actor context of the call (`handbook.actor`) goes with it, as the server's headers.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from .actor import CURRENT_ACTOR, headers_of
 from .answers import (
     AskAnswer,
     BriefAnswer,
@@ -230,7 +232,7 @@ class RemoteLibrary:
         import urllib.error
         import urllib.request
 
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **headers_of(CURRENT_ACTOR.get())}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from .actor import ActorError, acting, from_details
 from .bounds import clip, refusal, with_size
 from .served import Served
 from .tool_model import Tool
@@ -141,10 +142,21 @@ def from_text(tool: Tool, pairs: Iterable[tuple[str, str]]) -> tuple[dict[str, A
 
 def handler(served: Served, tool: Tool) -> Callable[..., dict[str, Any]]:
     """A function for RPC registries: positional arguments in the table's order, or
-    keywords, answered through `call`."""
+    keywords, answered through `call`. The keyword `details` is the framework's call
+    details, never a tool parameter: an actor context is read from it (`handbook.actor`)."""
     order = [p.name for p in tool.params]
 
-    def handle(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    def handle(*args: Any, details: Any = None, **kwargs: Any) -> dict[str, Any]:
+        try:
+            actor = from_details(details)
+        except ActorError as exc:
+            return failure(exc.code, str(exc))
+        if actor is None:
+            return answer(args, kwargs)
+        with acting(actor):
+            return answer(args, kwargs)
+
+    def answer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > len(order):
             return failure(
                 "bad_arguments", f"{tool.name} takes at most {len(order)} positional arguments"

@@ -8,6 +8,8 @@
 - **Who.** With principals (a token, or a tokens file), the protected paths (the API,
   MCP, the bundles, and the site with `--protect-site`) need `Authorization: Bearer` with
   a known token (401 otherwise); the principal's name is put in the request's state.
+- **For whom.** An actor context in the `X-Handbook-*` headers (`handbook.actor`) is
+  validated (400 otherwise) and set, with the principal, for the request.
 - **How often.** Each client address has a token bucket: `rate` requests a second on
   average, bursts up to `burst`; beyond, 429 with `Retry-After`.
 
@@ -26,7 +28,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .audiences import CURRENT_PRINCIPAL
+from .actor import ActorError, acting, from_headers
 from .principals import Principals
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -99,6 +101,12 @@ class Gate:
             extra = [(b"retry-after", str(math.ceil(wait)).encode())]
             await _refuse(send, 429, "rate_limited", message, extra)
             return
+        try:
+            actor = from_headers(headers)
+        except ActorError as exc:
+            await _refuse(send, 400, exc.code, str(exc))
+            return
+        principal: str | None = None
         if self.principals is not None and scope["path"].startswith(self.protected):
             scheme, _, token = headers.get(b"authorization", b"").partition(b" ")
             principal = self.principals.who(token.strip()) if scheme.lower() == b"bearer" else None
@@ -113,20 +121,15 @@ class Gate:
                 message = f"principal {principal!r} has no audience served here"
                 await _refuse(send, 403, "forbidden", message)
                 return
-            reset = CURRENT_PRINCIPAL.set(principal)
-            try:
-                await self.app(scope, receive, send)
-            finally:
-                CURRENT_PRINCIPAL.reset(reset)
-            return
-        if (
+        elif (
             self.admits is not None
             and not self.admits(None)
             and scope["path"].startswith(self.protected)
         ):
             await _refuse(send, 401, "unauthorized", "send Authorization: Bearer <token>")
             return
-        await self.app(scope, receive, send)
+        with acting(actor, principal):
+            await self.app(scope, receive, send)
 
     def _origin_ok(self, origin: str) -> bool:
         parts = urllib.parse.urlsplit(origin.strip())

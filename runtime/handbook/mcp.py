@@ -25,7 +25,8 @@ from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
-from .dispatch import Dispatch, call, refused
+from .actor import Actor, ActorError, acting, from_headers, from_meta
+from .dispatch import Dispatch, call, failure, refused
 from .request_log import RequestLog
 from .served import Served
 from .tools import definitions
@@ -45,17 +46,24 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = await anyio.to_thread.run_sync(lambda: definitions(served.tool_context()))
+        with acting(*_caller(ctx)):
+            tools = await anyio.to_thread.run_sync(lambda: definitions(served.tool_context()))
         return types.ListToolsResult(tools=[_tool(t) for t in tools])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
-        principal = _principal(ctx)
-        answer = await anyio.to_thread.run_sync(
-            lambda: dispatch(served, params.name, arguments, principal)
-        )
+        try:
+            actor, principal = _caller(ctx, params.meta)
+        except ActorError as exc:
+            answer = failure(exc.code, str(exc))
+            text = types.TextContent(text=json.dumps(answer, ensure_ascii=False))
+            return types.CallToolResult(content=[text], is_error=True)
+        with acting(actor, principal):  # the worker thread runs in a copy of this context
+            answer = await anyio.to_thread.run_sync(
+                lambda: dispatch(served, params.name, arguments, principal)
+            )
         error = answer.get("error")
         if isinstance(error, dict) and error.get("code") == "unknown_tool":
             raise MCPError(code=types.INVALID_PARAMS, message=error["message"], data=answer)
@@ -69,7 +77,8 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
-        answer = await anyio.to_thread.run_sync(lambda: served.list(limit=PAGE, offset=start))
+        with acting(*_caller(ctx)):
+            answer = await anyio.to_thread.run_sync(lambda: served.list(limit=PAGE, offset=start))
         single = _single(served)
         resources = [
             types.Resource(
@@ -89,7 +98,8 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
     async def list_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        names = served.tool_context().libraries
+        with acting(*_caller(ctx)):
+            names = await anyio.to_thread.run_sync(lambda: served.tool_context().libraries)
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -106,7 +116,8 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        found = await anyio.to_thread.run_sync(lambda: _read(served, uri))
+        with acting(*_caller(ctx)):
+            found = await anyio.to_thread.run_sync(lambda: _read(served, uri))
         if found is None:
             message = (
                 f"no resource {uri}; resources are {SCHEME}<library>/<doc id>[/<attached file>]"
@@ -131,12 +142,21 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
     )
 
 
-def _principal(ctx: ServerRequestContext[Any]) -> str | None:
-    """Who is asking, as the HTTP gate authenticated them (None over stdio: the process
-    that started the server is its only client)."""
-    state = getattr(getattr(ctx, "request", None), "state", None)
-    principal = getattr(state, "principal", None)
-    return principal if isinstance(principal, str) else None
+def _caller(
+    ctx: ServerRequestContext[Any], meta: Mapping[str, Any] | None = None
+) -> tuple[Actor | None, str | None]:
+    """(for whom, from the request's `_meta` or else its headers; who is asking, as the
+    HTTP gate authenticated them). Both None over stdio: the process that started the
+    server is its only client. Read from each request rather than trusted to the context
+    the gate set: a session task inherits the context of the request that started it,
+    which in a stateful session is the first request, not this one. Raises `ActorError`
+    for an actor context that is not valid."""
+    request = getattr(ctx, "request", None)
+    principal = getattr(getattr(request, "state", None), "principal", None)
+    actor = from_meta(meta)
+    if actor is None and request is not None:
+        actor = from_headers({k.lower(): v for k, v in request.headers.raw})
+    return actor, (principal if isinstance(principal, str) else None)
 
 
 def _tool(t: dict[str, Any]) -> types.Tool:

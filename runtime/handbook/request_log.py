@@ -18,8 +18,9 @@ Each line says who asked what and what they got, without what they wrote::
   instead of the hash.
 - `docs` and `sections`: the doc ids (refs on a shelf) and `id#anchor` sections the
   answer returned; `outcome` is `ok`, `not_found` or the error's code.
-- `actor` is the person or system an agent acts for, when a transport carries one; null
-  until then.
+- `actor` is the person or system an agent acts for, with tenant and workspace, when the
+  transport carried an actor context (`handbook.actor`); null otherwise. `ask` answers
+  add their `correlation_id`.
 
 Logging never changes an answer: the line is written after the call, and a log that
 cannot be written is reported once on stderr and otherwise left alone.
@@ -39,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from .actor import CURRENT_ACTOR
+from .answers import ActorInfo
 from .dispatch import Dispatch, call
 from .served import Served
 from .tools import BY_NAME
@@ -100,7 +103,9 @@ class RequestLog:
             started = time.perf_counter()
             answer = call(served, name, arguments, principal)
             elapsed = time.perf_counter() - started
-            self.write(self.line(transport, name, arguments, principal, answer, elapsed))
+            actor = CURRENT_ACTOR.get()
+            info = actor.info() if actor is not None else None
+            self.write(self.line(transport, name, arguments, principal, answer, elapsed, info))
             return answer
 
         return logged
@@ -113,7 +118,7 @@ class RequestLog:
         principal: str | None,
         answer: Mapping[str, Any],
         seconds: float,
-        actor: Mapping[str, str] | None = None,
+        actor: ActorInfo | None = None,
     ) -> dict[str, Any]:
         """The log line of one call (a dict, before it is written)."""
         given = arguments if isinstance(arguments, Mapping) else {}

@@ -199,6 +199,7 @@ ASK = _result(
         "library": _OPT_STRING,
         "version": _OPT_STRING,
         "correlation_id": _STRING,
+        "actor": _result({"actor": _STRING, "tenant": _STRING, "workspace": _STRING}, []),
         "caution": _STRING,
         **_NOTE,
         **_ENVELOPE,

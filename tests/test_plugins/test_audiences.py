@@ -4,8 +4,10 @@ audience's; an audience's bundle is never accepted as another's."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import FIXTURES, ROOT, run_cli
@@ -154,3 +156,43 @@ def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path)
             address, "/bundle/catalog.json", {"Authorization": f"Bearer {made['web']}"}
         )
         assert b"interlock" not in catalog.lower() and b"zanzibar" not in catalog.lower()
+        # MCP answers each token from its audience's bundle too: tools and resources.
+        for name, expected in [
+            ("web", ["guide.reset", "index"]),
+            ("ops", ["guide.reset", "index", "procedure.override"]),
+            ("acme-bot", ["guide.reset", "index", "note.acme-contract"]),
+        ]:
+            listed, resources, leaked = mcp_session(address, made[name])
+            assert sorted(d["id"] for d in listed["docs"]) == expected
+            assert sorted(r.rsplit("/", 1)[1] for r in resources) == expected
+            assert leaked["found"] is False
+
+
+def mcp_session(address: tuple[str, int], token: str) -> tuple[dict[str, Any], list[str], Any]:
+    """(knowledge_list, the resources listed, knowledge_get of another audience's doc)
+    over MCP with `token`."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    url = f"http://{address[0]}:{address[1]}/mcp"
+
+    async def main() -> tuple[dict[str, Any], list[str], Any]:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        ):
+            listed = json.loads((await client.call_tool("knowledge_list", {})).content[0].text)
+            resources = [str(r.uri) for r in (await client.list_resources()).resources]
+            other = (
+                "note.acme-contract" if "acme" not in listed_ids(listed) else "procedure.override"
+            )
+            got = await client.call_tool("knowledge_get", {"doc_id": other})
+            return listed, resources, json.loads(got.content[0].text)
+
+    return anyio.run(main)
+
+
+def listed_ids(answer: dict[str, Any]) -> str:
+    return " ".join(str(d["id"]) for d in answer["docs"])

@@ -1,0 +1,139 @@
+"""Who an agent acts for: an actor context that rides with a request, never in its arguments.
+
+An operations app calls Handbook for a person or a system (the actor), inside a tenant
+and a workspace. That context is transport metadata, so a doc can never turn it into a
+tool parameter and an agent cannot be prompted into changing it:
+
+- HTTP (and MCP over HTTP): the headers ``X-Handbook-Actor``, ``X-Handbook-Tenant`` and
+  ``X-Handbook-Workspace``;
+- MCP: the request's ``_meta`` keys ``handbook/actor``, ``handbook/tenant`` and
+  ``handbook/workspace`` (over HTTP they win over the headers);
+- RPC: the framework's call details, passed to a handler as ``details`` (a mapping or an
+  object with those three names, or with them in ``caller_authextra``, as WAMP gives).
+
+Each value is validated (`MAX_CHARS`, `ALLOWED`); a bad one refuses the request with
+``bad_actor`` instead of being logged or echoed. The transport sets `CURRENT_ACTOR` for
+the call; `ask` echoes it beside its correlation id, the request log records it, and a
+`RemoteLibrary` forwards it to the server it asks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from .answers import ActorInfo
+from .audiences import CURRENT_PRINCIPAL
+
+MAX_CHARS = 128
+ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]*\Z")
+"""An id, an e-mail-like name, a path-like scope: no spaces, quotes or control characters,
+so a value can be logged and echoed as it is."""
+FIELDS = ("actor", "tenant", "workspace")
+HEADERS = {name: f"x-handbook-{name}" for name in FIELDS}
+META_KEYS = {name: f"handbook/{name}" for name in FIELDS}
+
+
+class Actor(NamedTuple):
+    actor: str | None = None
+    tenant: str | None = None
+    workspace: str | None = None
+
+    def info(self) -> ActorInfo:
+        return {name: value for name, value in zip(FIELDS, self, strict=True) if value}  # type: ignore[return-value]
+
+
+class ActorError(ValueError):
+    """An actor context that is not valid; the message says which part and why."""
+
+    code = "bad_actor"
+
+
+CURRENT_ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
+    "handbook_actor", default=None
+)
+"""Whom the request being answered acts for, as its transport carried it."""
+
+
+def actor_of(values: Mapping[str, Any], where: str) -> Actor | None:
+    """The actor context in `values` (keyed by `FIELDS`), None when none is sent. `where`
+    names the carrier in errors (``header X-Handbook-Tenant``, ``_meta handbook/tenant``)."""
+    found: dict[str, str] = {}
+    for name in FIELDS:
+        value = values.get(name)
+        if value is None:
+            continue
+        label = where.format(name=name)
+        if not isinstance(value, str):
+            raise ActorError(f"{label} must be a string, not {type(value).__name__}")
+        if len(value) > MAX_CHARS:
+            raise ActorError(f"{label} is {len(value)} characters; at most {MAX_CHARS}")
+        if not ALLOWED.match(value):
+            raise ActorError(
+                f"{label} may hold letters, digits and . _ : @ / + = - only, "
+                "starting with a letter or digit"
+            )
+        found[name] = value
+    return Actor(**found) if found else None
+
+
+def from_headers(headers: Mapping[bytes, bytes]) -> Actor | None:
+    """The actor context of an HTTP request's headers (names in lower case, as ASGI)."""
+    values = {
+        name: headers[header.encode()].decode("latin-1")
+        for name, header in HEADERS.items()
+        if header.encode() in headers
+    }
+    return actor_of(values, "header X-Handbook-{name}") if values else None
+
+
+def from_meta(meta: Mapping[str, Any] | None) -> Actor | None:
+    """The actor context of an MCP request's ``_meta``."""
+    if not meta:
+        return None
+    values = {name: meta[key] for name, key in META_KEYS.items() if key in meta}
+    return actor_of(values, "_meta handbook/{name}") if values else None
+
+
+def from_details(details: Any) -> Actor | None:
+    """The actor context of an RPC framework's call details: a mapping, or an object
+    with attributes, holding `FIELDS` directly or in ``caller_authextra``."""
+    if details is None:
+        return None
+
+    def get(holder: Any, name: str) -> Any:
+        return holder.get(name) if isinstance(holder, Mapping) else getattr(holder, name, None)
+
+    extra = get(details, "caller_authextra")
+    holder = (
+        extra
+        if isinstance(extra, Mapping) and not any(get(details, n) for n in FIELDS)
+        else details
+    )
+    values = {name: get(holder, name) for name in FIELDS}
+    return actor_of({k: v for k, v in values.items() if v is not None}, "details {name}")
+
+
+def headers_of(actor: Actor | None) -> dict[str, str]:
+    """The HTTP headers that carry `actor` (for a client forwarding it)."""
+    if actor is None:
+        return {}
+    sent = zip(FIELDS, actor, strict=True)
+    return {HEADERS[name].title(): value for name, value in sent if value}
+
+
+@contextlib.contextmanager
+def acting(actor: Actor | None, principal: str | None = None) -> Iterator[None]:
+    """Answer the calls in this block for `actor`, asked by `principal`: what the audience
+    router, the handlers and the request log read, in this context only. Transports set
+    it per request; in the Python API, ``with acting(Actor("u-17", "acme", "ops")):``."""
+    principal_token = CURRENT_PRINCIPAL.set(principal)
+    actor_token = CURRENT_ACTOR.set(actor)
+    try:
+        yield
+    finally:
+        CURRENT_ACTOR.reset(actor_token)
+        CURRENT_PRINCIPAL.reset(principal_token)
