@@ -295,6 +295,8 @@ class StatusAnswer(Answer, total=False):
     libraries: list[StatusAnswer]
     inbox: str
     """available, or unavailable and why: served with a writable inbox only."""
+    sources: dict[str, list[str]]
+    """The source allow-list of `ask` and `collect` (kinds, libraries), when one is set."""
 
 
 def refusal(code: str, message: str) -> ErrorInfo:

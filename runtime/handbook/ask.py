@@ -31,6 +31,7 @@ from .query_terms import idf, parse_query
 from .retriever import Retriever
 from .searching import render_hit
 from .snapshot import Snapshot
+from .sources import AllowedSources
 from .stemmer import stem
 
 DEFAULT_ASK_SOURCES = 3
@@ -68,8 +69,9 @@ def ask(
     correlation_id: str | None = None,
     max_chars: int | None = None,
     retriever: Any = None,
+    sources: AllowedSources | None = None,
 ) -> AskAnswer:
-    """See the module docstring."""
+    """See the module docstring. Only passages of `sources` are quoted (any when None)."""
     names = ", ".join(f"{snap.name} {snap.version}" for snap in libraries)
     base: AskAnswer = {
         "library": names or None,
@@ -103,7 +105,7 @@ def ask(
     terms = list(dict.fromkeys(c.term for c in fitted.clauses))
     passages = sum(r.passage_count() for r in lexical)
     weights = {t: idf(sum(r.document_frequency(t) for r in lexical), passages) for t in terms}
-    best = _passages(libraries, rankers, fitted.clauses, question, limit * 2)
+    best = _passages(libraries, rankers, fitted.clauses, question, limit * 2, sources)
     while True:
         out = _answer(best[:limit], weights, names, len(libraries) > 1)
         if not max_chars or limit == 1 or json_len(out) + RESERVE_CHARS <= max_chars:
@@ -137,11 +139,15 @@ def _passages(
     clauses: Sequence[Clause],
     question: str,
     limit: int,
+    sources: AllowedSources | None,
 ) -> list[Passage]:
-    """The best passages of every library, best first."""
+    """The best passages of every library that may be cited, best first."""
     passages: list[Passage] = []
     for snap, ranker in zip(libraries, rankers, strict=True):
-        _, hits = ranker.rank(clauses, limit, text=question)
+        allowed = sources.positions(snap) if sources is not None else None
+        if allowed is not None and not allowed:
+            continue
+        _, hits = ranker.rank(clauses, limit, docs=allowed, text=question)
         for hit in hits:
             rendered = render_hit(snap, hit)
             passages.append((rendered["score"], f"{snap.name}:{rendered['id']}", snap, rendered))

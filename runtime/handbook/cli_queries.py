@@ -24,6 +24,7 @@ from .dispatch import call, from_text
 from .errors import BundleError, KeyFormatError
 from .served import Served
 from .signing import TRUSTED_KEYS_ENV
+from .sources import AllowedSources
 from .tool_model import Param, Tool
 
 if TYPE_CHECKING:
@@ -68,8 +69,27 @@ SOURCE_OPTIONS = [
             "help": "Fetch a bundle URL over plain http from a host that is not loopback.",
         },
     ),
+    (
+        ["--cite-kind", "cite_kinds"],
+        {
+            "multiple": True,
+            "metavar": "KIND",
+            "help": "ask and collect cite only docs of this kind (repeatable or comma-separated; "
+            "the source allow-list). [default: any kind]",
+        },
+    ),
+    (
+        ["--cite-library", "cite_libraries"],
+        {
+            "multiple": True,
+            "metavar": "LIBRARY",
+            "help": "ask and collect cite only this library's docs (repeatable or "
+            "comma-separated). [default: every library]",
+        },
+    ),
 ]
-"""Where the knowledge comes from and whom to trust, for every command that reads it."""
+"""Where the knowledge comes from, whom to trust and what may be cited, for every command
+that reads it."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +101,8 @@ class Sources:
     keys: tuple[str, ...] = ()
     allow_unsigned: bool = False
     allow_http: bool = False
+    cite: AllowedSources | None = None
+    """--cite-kind and --cite-library: what ask and collect may cite."""
 
     def served(self) -> Served:
         """The library at each path (a `Shelf` when there are several)."""
@@ -96,7 +118,11 @@ class Sources:
         for path in self.paths or (DEFAULT_BUNDLE,):
             try:
                 libraries[path] = Library.open(
-                    path, self.keys, allow_unsigned=self.allow_unsigned, allow_http=self.allow_http
+                    path,
+                    self.keys,
+                    allow_unsigned=self.allow_unsigned,
+                    allow_http=self.allow_http,
+                    sources=self.cite,
                 )
             except KeyFormatError as exc:
                 raise click.UsageError(f"--key: {exc}") from None
@@ -109,7 +135,7 @@ class Sources:
         if len(libraries) == 1:
             return next(iter(libraries.values())), dict(libraries)
         try:
-            return Shelf(libraries.values()), dict(libraries)
+            return Shelf(libraries.values(), self.cite), dict(libraries)
         except ValueError as exc:
             raise click.UsageError(f"--bundle: {exc}") from None
 
@@ -136,11 +162,13 @@ def bundle_options(command: F) -> F:
         keys: tuple[str, ...],
         allow_unsigned: bool,
         allow_http: bool,
+        cite_kinds: tuple[str, ...],
+        cite_libraries: tuple[str, ...],
         **kwargs: Any,
     ) -> Any:
-        return command(
-            *args, sources=Sources(bundle_paths, keys, allow_unsigned, allow_http), **kwargs
-        )
+        cite = AllowedSources.of(cite_kinds or None, cite_libraries or None)
+        sources = Sources(bundle_paths, keys, allow_unsigned, allow_http, cite)
+        return command(*args, sources=sources, **kwargs)
 
     return _options(SOURCE_OPTIONS)(with_sources)  # type: ignore[return-value]
 

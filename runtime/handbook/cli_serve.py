@@ -298,7 +298,10 @@ def by_audience(
             "public needs --tokens (each principal's audience= says which it reads)"
         )
     router = AudienceRouter(
-        {a: libs[0] if len(libs) == 1 else Shelf(libs) for a, libs in groups.items()},
+        {
+            a: libs[0] if len(libs) == 1 else Shelf(libs, libs[0].sources)
+            for a, libs in groups.items()
+        },
         principals,
     )
     return cast(Served, router)

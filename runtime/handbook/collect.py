@@ -18,6 +18,7 @@ sections that matched the query. Everything left out is in `omissions` with a re
 ``unavailable_revision`` the doc's revision is not the one asked for; new bytes are never substituted
 ``filters``            the doc exists but does not match the filters
 ``query``              an explicit id whose doc does not match the query
+``not_allowed_source`` the doc is not a source the operator lets `collect` cite (`handbook.sources`)
 ``output_limit``       beyond `limit`, or not fitting `max_bytes`
 =====================  ==============================================================
 
@@ -38,6 +39,7 @@ from .catalog import DocEntry
 from .query import QueryError
 from .query_terms import parse_query
 from .snapshot import Snapshot, active_filters
+from .sources import AllowedSources
 
 DEFAULT_COLLECT_LIMIT = 10
 DEFAULT_COLLECT_BYTES = 32_000
@@ -116,11 +118,13 @@ def collect(
     max_bytes: int = DEFAULT_COLLECT_BYTES,
     max_chars: int | None = None,
     retriever: Any = None,
+    sources: AllowedSources | None = None,
     **filters: Any,
 ) -> CollectAnswer:
     """See the module docstring. `max_chars` is the operator's bound on the whole answer
     (`max_response_chars`): items that would pass it are left out as `output_limit`;
-    `retriever` names what ranks the query (lexical by default)."""
+    `retriever` names what ranks the query (lexical by default); `sources`, what may be
+    gathered (anything when None)."""
     if ids is not None and not isinstance(ids, (str, bytes)) and isinstance(ids, Iterable):
         ids = list(ids)  # an iterator is read once, here
     empty: CollectAnswer = {"items": [], "omissions": [], "no_match": True, "bytes_used": 0}
@@ -142,7 +146,7 @@ def collect(
     except QueryError as exc:
         return {**empty, "budget": max_bytes, "error": exc.to_dict()}
     omissions: list[Omission] = []
-    chosen = _choose(libraries, ids, matches, omissions)
+    chosen = _choose(libraries, ids, matches, omissions, sources)
     selected = _screen(chosen, dict(revisions or {}), active, ids, query, matches, omissions)
     items, used = _fill(selected, limit, max_bytes, matches, omissions)
     out: CollectAnswer = {
@@ -162,11 +166,17 @@ def _choose(
     ids: Sequence[str] | None,
     matches: Matches | None,
     omissions: list[Omission],
+    sources: AllowedSources | None,
 ) -> list[Found]:
     """The explicit ids in the caller's order, or every doc ranked by the query (by ref
-    without one)."""
+    without one); only allowed sources, explicit ids of others as omissions."""
     if ids is None:
-        pool = [(snap, doc) for snap in libraries for doc in snap.docs]
+        pool = [
+            (snap, doc)
+            for snap in libraries
+            for doc in snap.docs
+            if sources is None or sources.admits(snap, doc)
+        ]
         if matches is None:
             return sorted(pool, key=lambda p: ref(*p))
         pool = [p for p in pool if ref(*p) in matches]
@@ -184,6 +194,10 @@ def _choose(
             omissions.append({"id": identity, "reason": "duplicate_identity", "detail": detail})
             continue
         seen.add(qualified)
+        if sources is not None and not sources.admits(*resolution.found):
+            detail = f"{qualified} is not a source this server cites ({sources.describe()})"
+            omissions.append({"id": identity, "reason": "not_allowed_source", "detail": detail})
+            continue
         chosen.append(resolution.found)
     return chosen
 

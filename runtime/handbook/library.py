@@ -46,6 +46,7 @@ from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, search_passages
 from .signing import PublicKey
 from .snapshot import Snapshot
+from .sources import AllowedSources
 from .tool_model import ToolContext
 from .trust import TrustPolicy
 
@@ -55,6 +56,8 @@ class SnapshotTools(ABC):
     several (`snapshots()`), for `Library` and `Shelf`."""
 
     max_response_chars: int
+    sources: AllowedSources | None = None
+    """What `ask` and `collect` may cite (`handbook.sources`); anything when None."""
 
     @abstractmethod
     def snapshots(self) -> builtins.list[Snapshot]:
@@ -85,6 +88,7 @@ class SnapshotTools(ABC):
             max_bytes=max_bytes,
             max_chars=self.max_response_chars,
             retriever=retriever,
+            sources=self.sources,
             **filters,
         )
 
@@ -100,7 +104,13 @@ class SnapshotTools(ABC):
         `handbook.ask`). Never generated text."""
         snapshots = self.snapshots()
         return asking.ask(
-            snapshots, question, limit, correlation_id, self.max_response_chars, retriever
+            snapshots,
+            question,
+            limit,
+            correlation_id,
+            self.max_response_chars,
+            retriever,
+            self.sources,
         )
 
     @never_raise
@@ -154,6 +164,7 @@ class Library(SnapshotTools):
         trust: TrustPolicy | None = None,
         clock: Callable[[], float] = time.time,
         expect_audience: str | None = None,
+        sources: AllowedSources | None = None,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
@@ -166,7 +177,8 @@ class Library(SnapshotTools):
         high-water file, `timeout` bounds each whole download (seconds), and `allow_http`
         permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
         the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
-        pins the audience the signature must cover (a library with audiences)."""
+        pins the audience the signature must cover (a library with audiences). `sources`
+        restricts what `ask` and `collect` cite (`handbook.sources`)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,
@@ -189,7 +201,9 @@ class Library(SnapshotTools):
             return open_bundle(location, trust=policy, hash_all=hash_all)
 
         first = Snapshot.of(opener(hash_all=False), utc_time(time.time()), clock)
-        return cls(first, os.fspath(path), opener, max(1000, int(max_response_chars)))
+        library = cls(first, os.fspath(path), opener, max(1000, int(max_response_chars)))
+        library.sources = sources
+        return library
 
     # -- what is served ---------------------------------------------------------------------
 
@@ -275,6 +289,8 @@ class Library(SnapshotTools):
         }
         if snap.bundle.integrity_error:
             out["integrity_error"] = snap.bundle.integrity_error
+        if self.sources is not None:
+            out["sources"] = self.sources.describe()
         return out
 
     # -- the tools --------------------------------------------------------------------------

@@ -273,6 +273,7 @@ STATUS = _result(
         "signature": _STRING,
         "loaded_at": _STRING,
         "libraries": _array({"type": "object"}),
+        "sources": _result({"kinds": _array(_STRING), "libraries": _array(_STRING)}, []),
     },
     [],
 )

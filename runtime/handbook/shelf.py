@@ -37,6 +37,7 @@ from .query_terms import parse_query
 from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, bounded_hits, render_hit
 from .snapshot import Snapshot, active_filters
+from .sources import AllowedSources
 from .tool_model import ToolContext
 from .tools import context_of
 
@@ -44,8 +45,11 @@ from .tools import context_of
 class Shelf(SnapshotTools):
     """The same tools as `Library`, over several libraries with distinct names."""
 
-    def __init__(self, libraries: Iterable[Library]) -> None:
+    def __init__(self, libraries: Iterable[Library], sources: AllowedSources | None = None) -> None:
+        """`sources` restricts what `ask` and `collect` cite (`handbook.sources`): kinds,
+        and which of these libraries."""
         self.libraries = builtins.list(libraries)
+        self.sources = sources
         names = Counter(lib.name for lib in self.libraries)
         twice = sorted(name for name, count in names.items() if count > 1)
         if twice:
@@ -67,7 +71,10 @@ class Shelf(SnapshotTools):
 
     @never_raise
     def status(self) -> StatusAnswer:
-        return {"libraries": [lib.status() for lib in self.libraries]}
+        out: StatusAnswer = {"libraries": [lib.status() for lib in self.libraries]}
+        if self.sources is not None:
+            out["sources"] = self.sources.describe()
+        return out
 
     @never_raise
     def list(
