@@ -191,7 +191,7 @@ def accept_command(
         raise click.UsageError(
             f"{record.id[:12]} was already {record.state} by {record.decided_by}"
         )
-    if record.library != config.library:
+    if record.library.partition("@")[0] != config.library:  # library@audience
         raise click.UsageError(
             f"{record.id[:12]} is about library {record.library}, not {config.library}"
         )

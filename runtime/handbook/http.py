@@ -175,7 +175,8 @@ def create_app(
     if inbox is not None and (principals is not None or token):
 
         async def inbox_page(request: Request) -> Response:
-            return await anyio.to_thread.run_sync(lambda: _inbox_page(inbox))
+            filed = {b.manifest.signed.identity for b in served.bundles().values()}
+            return await anyio.to_thread.run_sync(lambda: _inbox_page(inbox, filed))
 
         routes.append(Route(INBOX, inbox_page, methods=["GET"]))
     routes.append(Route("/{path:path}", site_file, methods=["GET", "HEAD"]))
@@ -219,16 +220,21 @@ def api_index(served: Served) -> dict[str, Any]:
 
 INBOX = "/inbox"
 """The operators' read-only page of open inbox records: served only behind tokens."""
+MAX_INBOX_PAGE = 500
 
 
-def _inbox_page(inbox: Any) -> Response:
-    """The open records, newest first; every value escaped (agents wrote them)."""
+def _inbox_page(inbox: Any, filed: set[str]) -> Response:
+    """The open records filed under the asking principal's bundles (`filed`: each audience
+    sees its own records only; all of them when nothing local is served), newest first;
+    every value escaped (agents wrote them)."""
     from html import escape
 
     try:
-        records = inbox.store.records(state="open", limit=500)
+        records = inbox.store.records(state="open", limit=MAX_INBOX_PAGE)
     except HandbookError as exc:
         return Response(f"inbox unavailable: {exc}\n", 503, media_type="text/plain")
+    if filed:
+        records = [r for r in records if r.library in filed]
     rows = "".join(
         "<tr>"
         + "".join(

@@ -8,7 +8,9 @@ back through the docs repository and the next build.
 
 Read answers stay the library's own, with one addition: every doc they name carries, in
 its pedigree, the open records about it (`open_records`), marked unreviewed and
-attributed, on every replica that shares the store. An open contradiction sets
+attributed, on every replica that shares the store. Records are filed under the served
+bundle's identity (`library@audience` for a library built with audiences, which a signing
+agent puts in `library`): each audience has an inbox of its own. An open contradiction sets
 `verify_first` (an unreviewed contradiction) but never `contested`, which is kept for
 reviewed ones. When the store cannot be reached, writes answer `unavailable` and reads
 go on without the overlay (`inbox: unavailable` in status).
@@ -116,7 +118,8 @@ class Writable:
             if library:
                 by_library.setdefault(library, []).append((doc, item))
         for library, found in by_library.items():
-            open_records = self.inbox.open_records(library, [doc for doc, _ in found])
+            namespace = self._namespace(library)
+            open_records = self.inbox.open_records(namespace, [doc for doc, _ in found])
             for doc, item in found:
                 if records_of := open_records.get(doc):
                     item["pedigree"] = self._with_open(item.get("pedigree") or {}, records_of)
@@ -149,6 +152,14 @@ class Writable:
     def _default_library(self) -> str:
         names = list(self.served.bundles())
         return names[0] if len(names) == 1 else ""
+
+    def _namespace(self, library: str) -> str:
+        """What records about `library` are filed under, for this request: the served
+        bundle's identity, `library@audience` for a library built with audiences. So an
+        agent reads, counts against caps and collides by id only with records made
+        through its own audience's bundle, never learning of another audience's."""
+        bundle = self.served.bundles().get(library)
+        return bundle.manifest.signed.identity if bundle is not None else library
 
     # -- the write tools ---------------------------------------------------------------------
 
@@ -225,6 +236,7 @@ class Writable:
     ) -> WriteAnswer:
         try:
             library, doc, revision, anchor = self._target(kind, doc_id, revision, section)
+            library = self._namespace(library)
             fields = records.payload(
                 kind, library, doc, "",
                 revision=revision, section=anchor, markdown=markdown, basis=basis,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,65 @@ def mcp_session(address: tuple[str, int], token: str) -> tuple[dict[str, Any], l
 
 def listed_ids(answer: dict[str, Any]) -> str:
     return " ".join(str(d["id"]) for d in answer["docs"])
+
+
+def test_each_audience_has_an_inbox_of_its_own(built: Path, tmp_path: Path) -> None:
+    """Agents of different audiences writing about the same shared doc: each reads only
+    its own audience's records, in pedigrees and on /inbox, and neither ids, idempotent
+    retries nor the per-doc cap let it learn of the other's."""
+    from conftest import get_json, live, request
+
+    from handbook.cli_serve import by_audience
+    from handbook.http import create_app
+    from handbook.inbox import Inbox
+    from handbook.principals import Principals, add_token
+    from handbook.stores import Caps, SQLiteStore
+    from handbook.writable import Writable
+
+    tokens = tmp_path / "tokens"
+    made = {
+        name: add_token(tokens, name, audience)
+        for name, audience in [("web", None), ("ops", "staff"), ("acme-bot", "customer:acme")]
+    }
+    principals = Principals.load(tokens)
+    libraries = {
+        str(p): Library.open(built / p, allow_unsigned=True)
+        for p in ("bundle", "bundles/staff", "bundles/customer-acme")
+    }
+    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    store = SQLiteStore(tmp_path / "inbox.db")
+    served = Writable(router, Inbox(store, Caps(open_per_doc=1)))
+    basis = "The reset takes two minutes, not ten: measured on site."
+    with live(create_app(served, principals=principals)) as address:
+
+        def call(name: str, verb: str, **arguments: object) -> dict[str, Any]:
+            query = urllib.parse.urlencode(arguments)
+            auth = {"Authorization": f"Bearer {made[name]}"}
+            return dict(get_json(address, f"/api/v1/{verb}?{query}", **auth)[1])
+
+        revision = call("ops", "get", doc_id="guide.reset")["revision"]
+        staff = call("ops", "contradict", doc_id="guide.reset", revision=revision, basis=basis)
+        assert staff["state"] == "open" and staff["library"] == "access-example@staff"
+        for name in ("web", "acme-bot"):  # nothing shows through, nothing is counted
+            assert "open_records" not in call(name, "get", doc_id="guide.reset").get("pedigree", {})
+        public = call("web", "contradict", doc_id="guide.reset", revision=revision, basis=basis)
+        assert public["new"] is True and public["id"] != staff["id"]
+        assert public["library"] == "access-example@public"
+        seen = call("ops", "get", doc_id="guide.reset")["pedigree"]["open_records"]
+        assert [r["id"] for r in seen] == [staff["id"]]
+        seen = call("web", "get", doc_id="guide.reset")["pedigree"]["open_records"]
+        assert [r["id"] for r in seen] == [public["id"]]
+        assert "open_records" not in call("acme-bot", "get", doc_id="guide.reset").get(
+            "pedigree", {}
+        )
+        pages = {
+            name: request(address, "/inbox", {"Authorization": f"Bearer {made[name]}"})[2]
+            for name in made
+        }
+        assert staff["id"][:12].encode() in pages["ops"]
+        assert staff["id"][:12].encode() not in pages["web"] + pages["acme-bot"]
+        assert public["id"][:12].encode() not in pages["ops"] + pages["acme-bot"]
+    assert sorted(r.library for r in store.records()) == [
+        "access-example@public",
+        "access-example@staff",
+    ]
