@@ -5,8 +5,11 @@ audience's; an audience's bundle is never accepted as another's."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -259,3 +262,131 @@ def test_each_audience_has_an_inbox_of_its_own(built: Path, tmp_path: Path) -> N
         "access-example@public",
         "access-example@staff",
     ]
+
+
+RESTRICTED = {
+    "procedure.override": "procedure.overlide",
+    "note.acme-contract": "note.acne-contrast",
+}
+"""Another audience's ids, and unknown ids whose words and stems have the same lengths
+(answers carry their sizes) and are in no public doc."""
+
+
+def masked(answer: Any, doc_id: str) -> str:
+    """`answer` as JSON with the id, its words and their stems replaced by placeholders."""
+    from handbook.stemmer import stem
+
+    text = json.dumps(answer)
+    words = re.findall(r"[a-z]+", doc_id)
+    for n, part in enumerate([doc_id, *words, *(stem(w) for w in words)]):
+        text = text.replace(part, f"<{n}>")
+    return text
+
+
+def id_calls(doc_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every tool of the table, called about `doc_id`."""
+    zero = "0" * 64
+    return [
+        ("knowledge_list", {"query": doc_id}),
+        ("knowledge_get", {"doc_id": doc_id}),
+        ("knowledge_get", {"doc_id": doc_id, "section": "steps"}),
+        ("knowledge_search", {"query": doc_id}),
+        ("knowledge_collect", {"ids": [doc_id]}),
+        ("knowledge_ask", {"question": f"What does {doc_id} say?", "correlation_id": "c-1"}),
+        ("knowledge_brief", {"task": "reset the pump", "refs": [doc_id]}),
+        ("knowledge_resource", {"doc_id": doc_id, "path": "wiring.txt"}),
+        ("knowledge_propose", {"doc_id": doc_id, "markdown": "Fixed.", "basis": "Seen.", "revision": zero}),
+        ("knowledge_contradict", {"doc_id": doc_id, "revision": zero, "basis": "Wrong."}),
+        ("knowledge_corroborate", {"doc_id": doc_id, "revision": zero, "basis": "Held."}),
+    ]  # fmt: skip
+
+
+def test_every_tool_on_every_transport_answers_a_restricted_id_like_an_unknown_one(
+    built: Path, tmp_path: Path
+) -> None:
+    """A public token asking any tool, over Python, HTTP, MCP and RPC, about a staff or
+    an acme doc gets exactly the answer of a doc that never existed."""
+    import anyio
+    import httpx2
+    from conftest import live
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from handbook import acting
+    from handbook.cli_serve import by_audience
+    from handbook.dispatch import call
+    from handbook.http import create_app
+    from handbook.inbox import Inbox
+    from handbook.mcp import http_app
+    from handbook.principals import Principals, add_token
+    from handbook.rpc import register_tools
+    from handbook.stores import SQLiteStore
+    from handbook.tools import BY_NAME
+    from handbook.writable import Writable
+
+    tokens = tmp_path / "tokens"
+    token = add_token(tokens, "web")
+    add_token(tokens, "ops", "staff")
+    principals = Principals.load(tokens)
+    libraries = {
+        str(p): Library.open(built / p, allow_unsigned=True)
+        for p in ("bundle", "bundles/staff", "bundles/customer-acme")
+    }
+    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    served = Writable(router, Inbox(SQLiteStore(tmp_path / "inbox.db")))
+    auth = {"Authorization": f"Bearer {token}"}
+
+    def python(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        with acting(None, "web"):
+            return [call(served, name, args, "web") for name, args in calls]
+
+    def rpc(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        handlers: dict[str, Any] = {}
+        register_tools(lambda topic, h: handlers.__setitem__(topic, h), served)
+        with acting(None, "web"):
+            return [handlers[f"knowledge.{BY_NAME[name].verb}"](**args) for name, args in calls]
+
+    with live(create_app(served, principals=principals, mcp=http_app(served))) as address:
+        base = f"http://{address[0]}:{address[1]}"
+
+        def http(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+            out = []
+            for name, args in calls:
+                request = urllib.request.Request(
+                    f"{base}/api/v1/{BY_NAME[name].verb}",
+                    data=json.dumps(args).encode(),
+                    headers={"Content-Type": "application/json", **auth},
+                    method="POST",
+                )
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:
+                        out.append((response.status, json.loads(response.read())))
+                except urllib.error.HTTPError as exc:
+                    with exc:
+                        out.append((exc.code, json.loads(exc.read())))
+            return out
+
+        def mcp(calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+            async def main() -> list[Any]:
+                async with (
+                    httpx2.AsyncClient(headers=auth, timeout=30) as client,
+                    Client(streamable_http_client(f"{base}/mcp", http_client=client)) as session,
+                ):
+                    return [
+                        json.loads((await session.call_tool(name, args)).content[0].text)
+                        for name, args in calls
+                    ]
+
+            return anyio.run(main)
+
+        for transport in (python, http, mcp, rpc):
+            for restricted, unknown in RESTRICTED.items():
+                asked = transport(id_calls(restricted))
+                never = transport(id_calls(unknown))
+                for (name, _), got, expected in zip(
+                    id_calls(restricted), asked, never, strict=True
+                ):
+                    assert masked(got, restricted) == masked(expected, unknown), (
+                        transport.__name__,
+                        name,
+                    )
