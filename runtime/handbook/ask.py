@@ -26,12 +26,12 @@ from lunr.stop_word_filter import WORDS as STOP_WORDS
 from .actor import CURRENT_ACTOR
 from .answers import AskAnswer, SearchHit, Source
 from .bounds import json_len, refusal
+from .citing import AllowedSources
 from .query import Clause, QueryError
 from .query_terms import idf, parse_query
 from .retriever import Retriever
 from .searching import render_hit
 from .snapshot import Snapshot
-from .sources import AllowedSources
 from .stemmer import stem
 
 DEFAULT_ASK_SOURCES = 3

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from . import render
+from .citing import AllowedSources
 from .dispatch import call, from_text
 from .errors import BundleError, KeyFormatError
 from .served import Served
 from .signing import TRUSTED_KEYS_ENV
-from .sources import AllowedSources
 from .tool_model import Param, Tool
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ sections that matched the query. Everything left out is in `omissions` with a re
 ``unavailable_revision`` the doc's revision is not the one asked for; new bytes are never substituted
 ``filters``            the doc exists but does not match the filters
 ``query``              an explicit id whose doc does not match the query
-``not_allowed_source`` the doc is not a source the operator lets `collect` cite (`handbook.sources`)
+``not_allowed_source`` the doc is not a source the operator lets `collect` cite (`handbook.citing`)
 ``output_limit``       beyond `limit`, or not fitting `max_bytes`
 =====================  ==============================================================
 
@@ -36,10 +36,10 @@ from typing import Any
 from .answers import CollectAnswer, CollectItem, Omission
 from .bounds import ENVELOPE_CHARS, json_len, refusal
 from .catalog import DocEntry
+from .citing import AllowedSources
 from .query import QueryError
 from .query_terms import parse_query
 from .snapshot import Snapshot, active_filters
-from .sources import AllowedSources
 
 DEFAULT_COLLECT_LIMIT = 10
 DEFAULT_COLLECT_BYTES = 32_000

@@ -38,6 +38,7 @@ from .bounds import DEFAULT_MAX_RESPONSE_CHARS, never_raise
 from .briefing import DEFAULT_BRIEF_LIMIT
 from .bundle import Bundle, open_bundle
 from .catalog import DocEntry
+from .citing import AllowedSources
 from .collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect
 from .errors import BundleError
 from .listing import DEFAULT_LIST_LIMIT, list_docs
@@ -46,7 +47,6 @@ from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, search_passages
 from .signing import PublicKey
 from .snapshot import Snapshot
-from .sources import AllowedSources
 from .tool_model import ToolContext
 from .trust import TrustPolicy
 
@@ -57,7 +57,7 @@ class SnapshotTools(ABC):
 
     max_response_chars: int
     sources: AllowedSources | None = None
-    """What `ask` and `collect` may cite (`handbook.sources`); anything when None."""
+    """What `ask` and `collect` may cite (`handbook.citing`); anything when None."""
 
     @abstractmethod
     def snapshots(self) -> builtins.list[Snapshot]:
@@ -178,7 +178,7 @@ class Library(SnapshotTools):
         permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
         the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
         pins the audience the signature must cover (a library with audiences). `sources`
-        restricts what `ask` and `collect` cite (`handbook.sources`)."""
+        restricts what `ask` and `collect` cite (`handbook.citing`)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,

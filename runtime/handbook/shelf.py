@@ -29,6 +29,7 @@ from .answers import (
 )
 from .bounds import check_limit, check_offset, never_raise, refusal
 from .bundle import Bundle
+from .citing import AllowedSources
 from .collect import resolve
 from .library import Library, SnapshotTools
 from .listing import DEFAULT_LIST_LIMIT, OFFSET_MESSAGE, list_hint, page, scored, summary
@@ -37,7 +38,6 @@ from .query_terms import parse_query
 from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, bounded_hits, render_hit
 from .snapshot import Snapshot, active_filters
-from .sources import AllowedSources
 from .tool_model import ToolContext
 from .tools import context_of
 
@@ -46,7 +46,7 @@ class Shelf(SnapshotTools):
     """The same tools as `Library`, over several libraries with distinct names."""
 
     def __init__(self, libraries: Iterable[Library], sources: AllowedSources | None = None) -> None:
-        """`sources` restricts what `ask` and `collect` cite (`handbook.sources`): kinds,
+        """`sources` restricts what `ask` and `collect` cite (`handbook.citing`): kinds,
         and which of these libraries."""
         self.libraries = builtins.list(libraries)
         self.sources = sources
