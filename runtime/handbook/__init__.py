@@ -21,6 +21,7 @@ from .answers import (
 )
 from .client import RemoteLibrary
 from .errors import (
+    BundleChangedError,
     BundleError,
     DownloadError,
     ExpiredError,
@@ -45,6 +46,7 @@ __all__ = [
     "Answer",
     "AskAnswer",
     "BriefAnswer",
+    "BundleChangedError",
     "BundleError",
     "CollectAnswer",
     "DownloadError",
