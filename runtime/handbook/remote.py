@@ -70,7 +70,11 @@ _CHUNK = 64 * 1024
 
 
 class _NotFound(DownloadError):
-    """The server answered 404 (an object the host does not publish)."""
+    """The server answered 404, 403 or 410 (an object the host does not publish)."""
+
+
+class _TooLarge(DownloadError):
+    """The server sent, or announced, more than the listed size."""
 
 
 def is_url(location: str | os.PathLike[str]) -> bool:
@@ -223,16 +227,17 @@ class RemoteFiles:
                 _check(name, data, entry)  # an immutable address: a mismatch is no swap
                 return data
         url = remote.base + urllib.parse.quote(name)
-        data = _download(remote.fetcher, url, entry.bytes, deadline, name)
         try:
+            data = _download(remote.fetcher, url, entry.bytes, deadline, name)
             _check(name, data, entry)
-        except HashMismatchError as exc:
+        except (HashMismatchError, _NotFound, _TooLarge) as exc:
             raise self._changed(exc) from None
         return data
 
-    def _changed(self, exc: HashMismatchError) -> HashMismatchError:
-        """A file that fails its hash: the bundle was replaced on the server when the
-        manifest there is now another one, else the file itself is wrong."""
+    def _changed(self, exc: BundleError) -> BundleError:
+        """A file at its path that is not the listed one (other bytes, too long, gone):
+        the bundle was replaced on the server when the manifest there is now another
+        one, else the file itself is wrong."""
         remote = self._remote
         try:
             deadline = time.monotonic() + min(remote.timeout, STALL_SECONDS)
@@ -334,7 +339,7 @@ def _download(
         with fetcher.open(request, timeout=min(remaining, STALL_SECONDS)) as response:
             declared = response.headers.get("Content-Length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise DownloadError(
+                raise _TooLarge(
                     f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
                 )
             parts: list[bytes] = []
@@ -350,7 +355,7 @@ def _download(
                 size += len(chunk)
                 parts.append(chunk)
                 if size > limit:
-                    raise DownloadError(
+                    raise _TooLarge(
                         f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
                     )
     except DownloadError:

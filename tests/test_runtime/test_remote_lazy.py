@@ -192,17 +192,33 @@ def test_a_tampered_file_is_refused_by_name_and_nothing_of_it_served(
     assert hashlib.sha256(files[doc.content]).hexdigest() not in stored
 
 
+@pytest.mark.parametrize(
+    ("change", "observed"),
+    [
+        ("replaced", f"{CATALOG_OFFSETS}: downloaded sha256 "),
+        ("removed", f"{CATALOG_OFFSETS}: {{url}}{CATALOG_OFFSETS} answered 404"),
+        ("grown", f"{CATALOG_OFFSETS}: the server announces "),
+    ],
+)
 def test_a_swap_on_a_plain_host_is_refused_mid_session_then_a_reload_reads_it(
-    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+    server: str, dirs: dict[str, Path], versions: dict[str, Files], change: str, observed: str
 ) -> None:
     publish("swap", versions["v1"])
     lib = open_url(server, "swap", dirs)
     assert lib.version == "1.0.0"
-    publish("swap", versions["v2"])  # the publisher replaces every file in place
+    files = dict(versions["v2"])  # the publisher replaces every file in place
+    if change == "removed":  # a file the old manifest lists is gone
+        files[MANIFEST] = versions["v2"][MANIFEST]
+        del files[CATALOG_OFFSETS]
+    elif change == "grown":
+        files[CATALOG_OFFSETS] += b"\0" * 1000
+    publish("swap", files)
     answer = lib.get(DOC)
     message = answer["error"]["message"]
     assert answer["error"]["code"] == "integrity_error" and "content" not in answer
-    assert message.startswith(f"{CATALOG_OFFSETS}: downloaded sha256 ")
+    assert message.startswith(observed.format(url=f"{server}/swap/")), message
+    if change != "replaced":
+        publish("swap", versions["v2"])
     assert "changed on the server since it was opened (version 1.0.0)" in message
     assert "reopen it (reload) to read the new version" in message
     assert lib.reload() == {
