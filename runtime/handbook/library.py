@@ -8,7 +8,9 @@ anything was cut and how to get the rest. The work is done by one module per too
 opens, verifies and reloads, and hands each call the snapshot it started from.
 
 The bundle is verified when opened (signature, every listed file present as a plain
-file, nothing unlisted); each file's size and hash are checked before its first use.
+file, nothing unlisted); each file's size and hash are checked before its first use. A
+bundle opened by URL is read lazily by default (`handbook.remote`): the manifest is
+checked at open, each other file downloaded and checked when a call first needs it.
 `reload` swaps in a newer bundle only once it verifies.
 """
 
