@@ -22,6 +22,7 @@ from .answers import (
 )
 from .client import RemoteLibrary
 from .errors import (
+    BundleChangedError,
     BundleError,
     DownloadError,
     ExpiredError,
@@ -47,6 +48,7 @@ __all__ = [
     "Answer",
     "AskAnswer",
     "BriefAnswer",
+    "BundleChangedError",
     "BundleError",
     "CollectAnswer",
     "DownloadError",

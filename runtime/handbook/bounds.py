@@ -16,7 +16,14 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from .answers import ErrorInfo
-from .errors import BundleError, FormatError, HashMismatchError, MissingFileError
+from .errors import (
+    BundleChangedError,
+    BundleError,
+    DownloadError,
+    FormatError,
+    HashMismatchError,
+    MissingFileError,
+)
 
 DEFAULT_MAX_RESPONSE_CHARS = 40_000
 """About 10k tokens: a third of what one popular host accepts from a tool."""
@@ -24,8 +31,9 @@ MAX_LIMIT = 100
 ENVELOPE_CHARS = 200
 """Room kept for the keys added after a list is cut (count, returned, sizes)."""
 
-INTEGRITY_ERRORS = (HashMismatchError, MissingFileError, FormatError)
-"""What a lazily verified file raises when it is read and refused."""
+INTEGRITY_ERRORS = (HashMismatchError, MissingFileError, FormatError, DownloadError)
+"""What a lazily verified file raises when it is read and refused (or, for a remote
+bundle read lazily, cannot be downloaded within its limits)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -60,6 +68,14 @@ def never_raise(handler: F) -> F:
 def integrity_refusal(exc: BundleError) -> ErrorInfo:
     """`integrity_error`: a bundle file failed verification when it was first read. The
     message names the file (the errors always do); nothing from it is served."""
+    if isinstance(exc, BundleChangedError):  # the message says to reopen
+        return {"code": "integrity_error", "message": f"{exc}."}
+    if isinstance(exc, DownloadError):
+        return {
+            "code": "integrity_error",
+            "message": f"{exc}. Nothing from this file is served; the remote bundle's "
+            "file could not be fetched within its limits: try again, or reload.",
+        }
     return {
         "code": "integrity_error",
         "message": f"{exc}. Nothing from this file is served; the bundle on disk was "

@@ -9,8 +9,10 @@ agrees with the manifest and the content files. When the bundle has
 after both files were verified against the manifest, and is checked against the
 manifest and its content file the same way. Unverified data never leaves this
 module: files are handed out only through `Bundle.read`, which checks them first and
-keeps the verified bytes in memory, so nothing is re-read from disk unverified. How
-the folder itself is read without following links is `handbook.tree`'s.
+keeps the verified bytes in memory, so nothing is re-read from disk unverified. Where
+the bytes come from is a `handbook.sources.FileSource`: a local folder read without
+following links (`handbook.tree`), or a remote bundle fetched file by file as calls
+need them (`handbook.remote`); either verifies each file before handing it over.
 """
 
 from __future__ import annotations
@@ -26,11 +28,18 @@ from typing import Any
 
 from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
 from .catalog_offsets import CatalogOffsets
-from .errors import ExpiredError, FormatError, HashMismatchError, MissingFileError
+from .errors import (
+    DownloadError,
+    ExpiredError,
+    FormatError,
+    HashMismatchError,
+    MissingFileError,
+)
 from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, is_content
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey
-from .tree import Tree, check_tree, hash_file, read, read_verified
+from .sources import FileSource
+from .tree import Tree, check_tree, hash_file, read
 from .trust import TrustPolicy
 
 CONTENT_CACHE_BYTES = 16 * 1024 * 1024
@@ -44,10 +53,15 @@ class Bundle:
     content files in a bounded cache, so nothing unverified is ever handed out."""
 
     def __init__(
-        self, tree: Tree, manifest: Manifest, signed_by: Sequence[str], manifest_bytes: bytes = b""
+        self,
+        source: FileSource,
+        manifest: Manifest,
+        signed_by: Sequence[str],
+        manifest_bytes: bytes = b"",
     ) -> None:
-        self.tree = tree
-        self.path = tree.root
+        self.source = source
+        """Where the files come from; each is verified there before it is handed out."""
+        self.path = source.root
         self.manifest = manifest
         self.signed_by = tuple(signed_by)
         """Key ids of the trusted keys whose signatures verified; empty when unsigned."""
@@ -140,8 +154,8 @@ class Bundle:
                     self._content.move_to_end(name)
                 return data
         try:
-            data = read_verified(self.tree, self.manifest, name)
-        except (HashMismatchError, MissingFileError, FormatError) as exc:
+            data = self.source.read_verified(self.manifest, name)
+        except (HashMismatchError, MissingFileError, FormatError, DownloadError) as exc:
             self.integrity_error = str(exc)
             raise
         with self._lock:

@@ -8,6 +8,7 @@
     │   ├── FormatError         not a handbook/v1 bundle, or not strictly canonical
     │   ├── SignatureError      no valid signature by enough trusted keys
     │   ├── HashMismatchError   a file's size or sha256 differs from the manifest
+    │   │   └── BundleChangedError  a remote bundle was replaced while it was being read
     │   ├── MissingFileError    a file the manifest lists is absent
     │   ├── UnlistedFileError   a file the manifest does not list is present
     │   ├── ExpiredError        the signed manifest's `expires` time has passed
@@ -45,6 +46,12 @@ class SignatureError(BundleError):
 
 class HashMismatchError(BundleError):
     """A file differs from what the signed manifest says about it."""
+
+
+class BundleChangedError(HashMismatchError):
+    """A file read lazily from a remote bundle does not match the manifest it was opened
+    with, and the server now publishes another manifest: the bundle changed on the
+    server mid-session. Nothing of the new version was served; reopen (reload) to read it."""
 
 
 class MissingFileError(BundleError):

@@ -29,6 +29,10 @@ LLMS = "llms.txt"
 REVIEWS = "reviews.json"
 """The verified review and invalidation records, the reviewers and the review policy
 (only in a library that declares reviewers)."""
+OBJECTS_DIR = "objects"
+"""Not part of a bundle: where a publisher may put every listed file again under its
+sha256 (`objects/<sha256>` beside the manifest), so that remote readers fetch each file
+at an address that never changes (`handbook.remote`; docs/spec/bundle.md)."""
 CONTENT_DIR = "content"
 RESOURCES_DIR = "resources"
 

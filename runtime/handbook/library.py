@@ -8,7 +8,9 @@ anything was cut and how to get the rest. The work is done by one module per too
 opens, verifies and reloads, and hands each call the snapshot it started from.
 
 The bundle is verified when opened (signature, every listed file present as a plain
-file, nothing unlisted); each file's size and hash are checked before its first use.
+file, nothing unlisted); each file's size and hash are checked before its first use. A
+bundle opened by URL is read lazily by default (`handbook.remote`): the manifest is
+checked at open, each other file downloaded and checked when a call first needs it.
 `reload` swaps in a newer bundle only once it verifies.
 """
 
@@ -138,6 +140,7 @@ class Library(SnapshotTools):
         path: str,
         opener: Callable[[], Bundle],
         max_response_chars: int,
+        lazy: bool = False,
     ) -> None:
         self._snapshot = snapshot
         self._path = path
@@ -145,6 +148,9 @@ class Library(SnapshotTools):
         self.max_response_chars = max_response_chars
         self.last_reload_error: str | None = None
         self._reload_lock = threading.Lock()
+        self._lazy = lazy
+        """A remote bundle opened lazily: a reload that finds the same manifest keeps
+        the snapshot (and what it has fetched)."""
 
     @classmethod
     def open(
@@ -165,6 +171,7 @@ class Library(SnapshotTools):
         clock: Callable[[], float] = time.time,
         expect_audience: str | None = None,
         sources: AllowedSources | None = None,
+        lazy: bool = True,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
@@ -178,7 +185,12 @@ class Library(SnapshotTools):
         permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
         the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
         pins the audience the signature must cover (a library with audiences). `sources`
-        restricts what `ask` and `collect` cite (`handbook.citing`)."""
+        restricts what `ask` and `collect` cite (`handbook.citing`).
+
+        A URL opens `lazy` by default: only the manifest is downloaded now, and each other
+        file when a call first needs it, verified before use and cached by digest; a
+        reload downloads the manifest again. `lazy=False` downloads and verifies every
+        file first (for offline use afterwards)."""
         policy = trust or TrustPolicy.of(
             trusted_keys,
             threshold=threshold,
@@ -190,18 +202,24 @@ class Library(SnapshotTools):
             expect_audience=expect_audience,
         )
 
+        remote_lazy = lazy and isinstance(path, str) and "://" in path
+
         def opener(hash_all: bool = True) -> Bundle:
             location: str | os.PathLike[str] = path
-            if isinstance(path, str) and "://" in path:  # a URL: remote.fetch judges its scheme
+            if isinstance(path, str) and "://" in path:  # a URL: remote judges its scheme
                 from . import remote  # urllib is not needed, nor imported, for local bundles
 
                 wait = timeout if timeout is not None else remote.DEFAULT_TIMEOUT
+                if lazy:
+                    return remote.open_lazy(path, policy, cache_dir=cache_dir, timeout=wait)
                 location = remote.fetch(path, policy, cache_dir=cache_dir, timeout=wait)
                 hash_all = False  # fetch has just hashed every byte
             return open_bundle(location, trust=policy, hash_all=hash_all)
 
-        first = Snapshot.of(opener(hash_all=False), utc_time(time.time()), clock)
-        library = cls(first, os.fspath(path), opener, max(1000, int(max_response_chars)))
+        # A lazy remote bundle reads its search file at the first search, not now.
+        first = Snapshot.of(opener(hash_all=False), utc_time(time.time()), clock, remote_lazy)
+        bound = max(1000, int(max_response_chars))
+        library = cls(first, os.fspath(path), opener, bound, remote_lazy)
         library.sources = sources
         return library
 
@@ -246,12 +264,19 @@ class Library(SnapshotTools):
 
     def reload(self) -> dict[str, Any]:
         """Swap to the bundle now at the same path if it verifies; otherwise keep serving
-        the current one and say why. Unlike the first open, a reload hashes every file
-        before it swaps: a server that is already answering can afford it, and a bad
-        file is then refused up front instead of failing one request later."""
+        the current one and say why. Unlike the first open, a reload of a local bundle
+        hashes every file before it swaps: a server that is already answering can afford
+        it, and a bad file is then refused up front instead of failing one request later.
+        A remote bundle opened lazily downloads the manifest again, and its files when
+        calls need them (after `BundleChangedError`, a reload reads the new version)."""
         with self._reload_lock:
             try:
-                snapshot = Snapshot.of(self._opener(), utc_time(time.time()), self._snapshot.clock)
+                bundle = self._opener()
+                if self._lazy and bundle.manifest == self._snapshot.bundle.manifest:
+                    self.last_reload_error = None
+                    return {"reloaded": True, "changed": False, **self._identity()}
+                now = utc_time(time.time())
+                snapshot = Snapshot.of(bundle, now, self._snapshot.clock, self._lazy)
             except Exception as exc:  # whatever is wrong with the new one, the old one serves
                 if isinstance(exc, BundleError):
                     self.last_reload_error = str(exc)

@@ -1,7 +1,7 @@
 """Loading a bundle over HTTP(S) without being fooled, as update systems must.
 
-`fetch(url, …)` downloads the manifest first (at most its size limit + 1 byte), verifies
-its signature, then refuses, before any other download:
+`open_lazy(url, …)` and `fetch(url, …)` download the manifest first (at most its size
+limit + 1 byte), verify its signature, then refuse, before any other download:
 
 - a bundle signed for another library than expected (``LibraryMismatchError``);
 - an expired manifest (``ExpiredError``), so a stale mirror cannot freeze readers;
@@ -10,12 +10,22 @@ its signature, then refuses, before any other download:
   is allowed. The mark lives in a state file outside any bundle folder, survives
   restarts, and is kept per set of trusted keys: trusting other keys starts afresh.
 
-Every listed file is then fetched into a cache of files named by their sha256 (a file
-already there is re-hashed, not re-downloaded), each download never reading more than
-the listed size + 1 byte and the whole fetch bounded by a deadline; a stalled or slow
-server is cut off (``DownloadError``). The files are assembled into a bundle folder
-under the cache, named by the manifest's hash, which `open_bundle` then verifies like
-any local bundle. Only after that does the version become the new high-water mark.
+Files then come from `RemoteFiles`: each is downloaded when first needed, never reading
+more than its listed size + 1 byte and within a deadline (a stalled or slow server is
+cut off, ``DownloadError``), checked against the manifest's size and sha256 before
+use, and kept in a cache of files named by their sha256 (a file already there is
+re-hashed, not re-downloaded). A file is asked for at its immutable address first,
+``objects/<sha256>`` beside the manifest, and at its plain path when the host does
+not publish objects. Under a plain layout a publisher may replace the bundle while a
+reader is in it: a file that then fails its hash, while the server now announces
+another manifest, raises ``BundleChangedError`` (reopen to read the new version);
+nothing of the new version is ever served with the old manifest.
+
+`open_lazy` returns the `Bundle` at once (only the manifest transferred) and accepts
+its version as the new high-water mark. `fetch` reads every file now, assembles a
+bundle folder under the cache, named by the manifest's hash, which `open_bundle` then
+verifies like any local bundle (for offline use); only after that does the version
+become the new high-water mark.
 """
 
 from __future__ import annotations
@@ -24,7 +34,9 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -35,15 +47,16 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .bundle import check_expiry, open_bundle
+from .bundle import Bundle, check_expiry, open_bundle
 from .errors import (
+    BundleChangedError,
     BundleError,
     DownloadError,
     HashMismatchError,
     MissingFileError,
     RollbackError,
 )
-from .layout import MANIFEST
+from .layout import MANIFEST, OBJECTS_DIR
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
 from .signing import PublicKey
 from .trust import TrustPolicy
@@ -54,6 +67,14 @@ DEFAULT_TIMEOUT = 120.0
 STALL_SECONDS = 15.0
 """Longest wait for the next bytes of a response."""
 _CHUNK = 64 * 1024
+
+
+class _NotFound(DownloadError):
+    """The server answered 404, 403 or 410 (an object the host does not publish)."""
+
+
+class _TooLarge(DownloadError):
+    """The server sent, or announced, more than the listed size."""
 
 
 def is_url(location: str | os.PathLike[str]) -> bool:
@@ -81,46 +102,157 @@ def fetch(
     cache_dir: str | os.PathLike[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Path:
-    """Download and check the bundle at `url` under `trust`; the local folder to open.
-    Raises a `BundleError` subclass naming the cause."""
-    base = url.rstrip("/") + "/"
-    problem = url_problem(base, trust.allow_http)
-    if problem is not None:
-        raise DownloadError(f"{url}: {problem}")
-    fetcher = opener(trust.allow_http, trust.redirect_hosts)
-    deadline = time.monotonic() + timeout
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    marks = HighWater(trust.state_dir or default_state_dir())
-
-    raw = _download(fetcher, base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST)
-    manifest = Manifest.from_bytes(raw)
-    signed = manifest.signed
-    signed_by = trust.check(manifest, url)
-    check_expiry(manifest)
-    digest = hashlib.sha256(raw).hexdigest()
-    # Only a verified signature moves or consults the version mark: an unsigned bundle
-    # accepted under allow_unsigned says nothing about what the signers published.
-    if signed_by and not trust.allow_rollback:
-        marks.check(signed.identity, trust.keys, signed.version, digest)
-
-    objects = cache / "objects"
-    objects.mkdir(parents=True, exist_ok=True)
-    for name, entry in sorted(signed.files.items()):
-        if not _cached(objects, entry):
-            data = _download(fetcher, base + urllib.parse.quote(name), entry.bytes, deadline, name)
-            _check(name, data, entry)
-            _store(objects, entry.sha256, data)
-    folder = cache / "bundles" / digest
+    """Download and check every file of the bundle at `url` under `trust`; the local
+    folder to open. Raises a `BundleError` subclass naming the cause."""
+    remote = _Opened(url, trust, cache_dir, timeout)
+    signed = remote.manifest.signed
+    files = remote.files(time.monotonic() + timeout)
+    for name in sorted(signed.files):
+        files.read_verified(remote.manifest, name)
+    folder = remote.cache / "bundles" / remote.digest
     try:  # a folder already assembled for this manifest is reused when it verifies
-        if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != raw:
+        if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != remote.raw:
             raise MissingFileError(f"{folder}: not assembled for this manifest")
         open_bundle(folder, trust=trust, hash_all=True)
     except (BundleError, OSError):
-        _assemble(folder, objects, raw, signed.files)
+        _assemble(folder, files.objects, remote.raw, signed.files)
         open_bundle(folder, trust=trust, hash_all=True)  # as any local bundle
-    if signed_by:
-        marks.accept(signed.identity, trust.keys, signed.version, digest, url)
+    remote.accept()
     return folder
+
+
+def open_lazy(
+    url: str,
+    trust: TrustPolicy,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Bundle:
+    """The bundle at `url`, its manifest downloaded and checked under `trust` (every
+    refusal `fetch` makes), its other files fetched only when a call reads them, each
+    within `timeout` seconds. Raises a `BundleError` subclass naming the cause."""
+    remote = _Opened(url, trust, cache_dir, timeout)
+    bundle = Bundle(remote.files(None), remote.manifest, remote.signed_by, remote.raw)
+    remote.accept()  # all that can be checked before a file is needed has been
+    return bundle
+
+
+class _Opened:
+    """A remote bundle's manifest, downloaded and checked in the fixed order: size cap,
+    strict parse, signature, expiry, then the version mark (consulted only for a
+    verified signature: an unsigned bundle accepted under allow_unsigned says nothing
+    about what the signers published)."""
+
+    def __init__(
+        self,
+        url: str,
+        trust: TrustPolicy,
+        cache_dir: str | os.PathLike[str] | None,
+        timeout: float,
+    ) -> None:
+        self.url, self.trust, self.timeout = url, trust, timeout
+        self.base = url.rstrip("/") + "/"
+        problem = url_problem(self.base, trust.allow_http)
+        if problem is not None:
+            raise DownloadError(f"{url}: {problem}")
+        self.fetcher = opener(trust.allow_http, trust.redirect_hosts)
+        self.cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.marks = HighWater(trust.state_dir or default_state_dir())
+        deadline = time.monotonic() + timeout
+        self.raw = _download(
+            self.fetcher, self.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST
+        )
+        self.manifest = Manifest.from_bytes(self.raw)
+        self.signed_by = trust.check(self.manifest, url)
+        check_expiry(self.manifest)
+        self.digest = hashlib.sha256(self.raw).hexdigest()
+        signed = self.manifest.signed
+        if self.signed_by and not trust.allow_rollback:
+            self.marks.check(signed.identity, trust.keys, signed.version, self.digest)
+
+    def files(self, deadline: float | None) -> RemoteFiles:
+        objects = self.cache / "objects"
+        objects.mkdir(parents=True, exist_ok=True)
+        return RemoteFiles(self, objects, deadline)
+
+    def accept(self) -> None:
+        if self.signed_by:
+            signed = self.manifest.signed
+            self.marks.accept(
+                signed.identity, self.trust.keys, signed.version, self.digest, self.url
+            )
+
+
+class RemoteFiles:
+    """A remote bundle's files (a `handbook.sources.FileSource`): each downloaded when
+    first read, verified against the manifest, kept in the digest cache `objects` and
+    handed out from there next time (re-hashed). Safe to share between threads: two
+    calls wanting one file download it once."""
+
+    def __init__(self, remote: _Opened, objects: Path, deadline: float | None) -> None:
+        self._remote, self.objects, self._deadline = remote, objects, deadline
+        self._published: bool | None = None
+        """Whether the host publishes `objects/<sha256>` (None until first asked)."""
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def root(self) -> Path:
+        return self.objects
+
+    def read_verified(self, manifest: Manifest, name: str) -> bytes:
+        entry = manifest.signed.files.get(name)
+        if entry is None:
+            raise MissingFileError(f"{name}: not listed in the manifest")
+        with self._guard:
+            lock = self._locks.setdefault(entry.sha256, threading.Lock())
+        with lock:
+            data = _cached_bytes(self.objects, entry)
+            if data is None:
+                data = self._download(name, entry)
+                _store(self.objects, entry.sha256, data)
+        return data
+
+    def _download(self, name: str, entry: FileEntry) -> bytes:
+        remote = self._remote
+        deadline = self._deadline or time.monotonic() + remote.timeout
+        if self._published is not False:
+            try:
+                url = remote.base + f"{OBJECTS_DIR}/{entry.sha256}"
+                data = _download(remote.fetcher, url, entry.bytes, deadline, name)
+            except _NotFound:
+                self._published = False  # a plain layout: files at their paths
+            else:
+                self._published = True
+                _check(name, data, entry)  # an immutable address: a mismatch is no swap
+                return data
+        url = remote.base + urllib.parse.quote(name)
+        try:
+            data = _download(remote.fetcher, url, entry.bytes, deadline, name)
+            _check(name, data, entry)
+        except (HashMismatchError, _NotFound, _TooLarge) as exc:
+            raise self._changed(exc) from None
+        return data
+
+    def _changed(self, exc: BundleError) -> BundleError:
+        """A file at its path that is not the listed one (other bytes, too long, gone):
+        the bundle was replaced on the server when the manifest there is now another
+        one, else the file itself is wrong."""
+        remote = self._remote
+        try:
+            deadline = time.monotonic() + min(remote.timeout, STALL_SECONDS)
+            now = _download(
+                remote.fetcher, remote.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST
+            )
+        except DownloadError:
+            return exc
+        if now == remote.raw:
+            return exc
+        return BundleChangedError(
+            f"{exc}: the bundle at {remote.url} changed on the server since it was opened "
+            f"(version {remote.manifest.signed.version}); nothing of the new one was served, "
+            "reopen it (reload) to read the new version"
+        )
 
 
 class HighWater:
@@ -207,7 +339,7 @@ def _download(
         with fetcher.open(request, timeout=min(remaining, STALL_SECONDS)) as response:
             declared = response.headers.get("Content-Length")
             if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise DownloadError(
+                raise _TooLarge(
                     f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
                 )
             parts: list[bytes] = []
@@ -223,12 +355,14 @@ def _download(
                 size += len(chunk)
                 parts.append(chunk)
                 if size > limit:
-                    raise DownloadError(
+                    raise _TooLarge(
                         f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
                     )
     except DownloadError:
         raise
     except urllib.error.HTTPError as exc:
+        if exc.code in (403, 404, 410):  # object stores answer 403 for a missing key
+            raise _NotFound(f"{name}: {url} answered 404 {exc.reason}") from None
         raise DownloadError(f"{name}: {url} answered {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -248,14 +382,21 @@ def _check(name: str, data: bytes, entry: FileEntry) -> None:
         )
 
 
-def _cached(objects: Path, entry: FileEntry) -> bool:
-    path = objects / entry.sha256
+def _cached_bytes(objects: Path, entry: FileEntry) -> bytes | None:
+    """The cached file for `entry` when it is there and still matches (re-hashed on every
+    use: the cache is a folder anyone with access may change); None otherwise."""
     try:
-        if path.is_symlink() or path.stat().st_size != entry.bytes:
-            return False
-        return hashlib.sha256(path.read_bytes()).hexdigest() == entry.sha256
+        fd = os.open(objects / entry.sha256, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return False
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
+            return None
+        data = fh.read(entry.bytes + 1)
+    if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
+        return None
+    return data
 
 
 def _store(objects: Path, sha256: str, data: bytes) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
@@ -20,7 +21,7 @@ from .answers import GetAnswer, Pedigree
 from .bounds import clip
 from .bundle import Bundle
 from .catalog import DocEntry, SectionEntry
-from .layout import REVIEWS
+from .layout import REVIEWS, SEARCH
 from .pedigree import Ledger, ledger_of, retirement
 from .retriever import LexicalRetriever, Retriever, open_retriever
 from .retriever_choice import open_named
@@ -44,11 +45,12 @@ class Snapshot:
     def __init__(
         self,
         bundle: Bundle,
-        retriever: LexicalRetriever,
+        retriever: LexicalRetriever | None,
         loaded_at: str,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.bundle, self.retriever, self.loaded_at = bundle, retriever, loaded_at
+        self.bundle, self._retriever, self.loaded_at = bundle, retriever, loaded_at
+        self._retriever_lock = threading.Lock()
         self.clock = clock
         """Now, in seconds since the epoch: pedigrees are derived at the time of the call."""
         self._named: dict[str, Retriever] = {}
@@ -63,8 +65,28 @@ class Snapshot:
             self._named[key] = open_named(self.bundle, self.retriever, name)
         return self._named[key]
 
+    @property
+    def retriever(self) -> LexicalRetriever:
+        """The lexical retriever over the bundle's search file (opened on first use when
+        the snapshot was made with `defer`)."""
+        if self._retriever is None:
+            with self._retriever_lock:
+                if self._retriever is None:
+                    self._retriever = open_retriever(self.bundle)
+        return self._retriever
+
     @classmethod
-    def of(cls, bundle: Bundle, loaded_at: str, clock: Callable[[], float] = time.time) -> Snapshot:
+    def of(
+        cls,
+        bundle: Bundle,
+        loaded_at: str,
+        clock: Callable[[], float] = time.time,
+        defer: bool = False,
+    ) -> Snapshot:
+        """The snapshot of `bundle`; its search file is read now unless `defer` (a remote
+        bundle read lazily: opening it should not download the search file)."""
+        if defer and SEARCH in bundle.manifest.signed.files:
+            return cls(bundle, None, loaded_at, clock)
         return cls(bundle, open_retriever(bundle), loaded_at, clock)
 
     @cached_property

@@ -71,6 +71,10 @@ class Tree:
             raise FormatError(f"{name}: not a regular file")
         return fd
 
+    def read_verified(self, manifest: Manifest, name: str) -> bytes:
+        """The listed file `name`, checked against the manifest (`handbook.sources`)."""
+        return read_verified(self, manifest, name)
+
 
 def _close_all(fds: dict[str, int]) -> None:
     for fd in fds.values():

@@ -141,6 +141,8 @@ def dirs(tmp_path: Path) -> dict[str, Path]:
 def open_url(
     url: str, dirs: dict[str, Path], keys: list[str] | None = None, **options: Any
 ) -> Library:
+    """An eager open (every file fetched first): lazy opens are test_remote_lazy.py's."""
+    options.setdefault("lazy", False)
     return Library.open(url, [PUBLIC] if keys is None else keys, **dirs, **options)
 
 

@@ -1,0 +1,207 @@
+"""Measure what a remote open transfers: lazy (issue 20) beside eager, on msdocs-10k.
+
+The msdocs-10k bundle is built fresh with `handbook build` (as `runtime_bench.py` does),
+then served from its folder by a stdlib HTTP server on loopback that counts every body
+byte it sends. Each scenario starts from an empty download cache and a fresh version
+mark, in this process (imports done before the clock starts):
+
+* **lazy search**: `Library.open(url)` then one `search`;
+* **lazy get**: `Library.open(url)` then one `get` of a doc id;
+* **lazy search, then get** of the first hit;
+* **lazy, warm cache**: the search again after a first session filled the cache;
+* **eager search**: `Library.open(url, lazy=False)` (every file first) then one `search`.
+
+For each: the bytes sent (and as a share of the bundle's bytes: the manifest plus every
+listed file), the files fetched, and the time from `Library.open` to the first answer.
+With `--objects` the server also publishes every file at `objects/<sha256>` (the
+immutable layout; the reader then fetches from there).
+
+    python bench/remote_bench.py [--query "virtual network"] [--objects] [--json OUT]
+
+Only the standard library and Handbook are used. Loopback only: the times say nothing
+about a real network's latency, the bytes are what a real network would carry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+from build_bench import keyfile
+from check_throughput import environment, msdocs
+from runtime_bench import build_bundle
+
+from handbook import Library
+from handbook.layout import MANIFEST
+from handbook.signing import load_private_key, public_key_of
+
+
+class Counting(BaseHTTPRequestHandler):
+    """GET /<path> from `root` (and `objects/<sha256>` from `objects`), counting bytes."""
+
+    root: ClassVar[Path]
+    objects: ClassVar[dict[str, str]] = {}
+    log: ClassVar[list[tuple[str, int]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        name = shown = self.path.lstrip("/")
+        if name.startswith("objects/"):
+            name = self.objects.get(name.removeprefix("objects/"), "\0")
+            shown = f"{name} (as {shown[:16]}…)"
+        path = self.root / name
+        if "\0" in name or ".." in name.split("/") or not path.is_file():
+            with self.lock:
+                self.log.append((self.path, 0))
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(data)
+        with self.lock:
+            self.log.append((shown, len(data)))
+
+
+@contextlib.contextmanager
+def serving(bundle: Path, objects: bool) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    """A counting server for `bundle` on loopback: its URL and its request log."""
+    handler = type("Handler", (Counting,), {"root": bundle, "log": [], "objects": {}})
+    if objects:
+        signed = json.loads((bundle / MANIFEST).read_bytes())["signed"]
+        handler.objects = {entry["sha256"]: name for name, entry in signed["files"].items()}
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", handler.log
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def bundle_bytes(bundle: Path) -> tuple[int, dict[str, int]]:
+    signed = json.loads((bundle / MANIFEST).read_bytes())["signed"]
+    sizes = {name: entry["bytes"] for name, entry in signed["files"].items()}
+    return (bundle / MANIFEST).stat().st_size + sum(sizes.values()), sizes
+
+
+def scenario(
+    url: str,
+    log: list[tuple[str, int]],
+    work: Path,
+    key: str,
+    steps: list[tuple[str, Any]],
+    **options: Any,
+) -> dict[str, Any]:
+    """Open `url` and run `steps` ((tool, argument) pairs; an argument None takes the
+    first hit's doc id of the previous search); bytes and files of the whole session."""
+    log.clear()
+    started = time.perf_counter()
+    lib = Library.open(url, [key], cache_dir=work / "cache", state_dir=work / "state", **options)
+    opened = time.perf_counter() - started
+    first: float | None = None
+    answers = []
+    hit: str | None = None
+    for tool, argument in steps:
+        if tool == "search":
+            answer = lib.search(argument, limit=10)
+            hits = answer.get("hits") or []
+            hit = hits[0].get("id") if hits else None
+        else:
+            answer = lib.get(argument if argument is not None else hit)
+        if "error" in answer:
+            raise SystemExit(f"{tool}({argument!r}) failed: {answer['error']}")
+        answers.append(answer)
+        if first is None:
+            first = time.perf_counter() - started
+    fetched = [(path, size) for path, size in log if size]
+    return {
+        "open_s": opened,
+        "first_answer_s": first,
+        "bytes": sum(size for _, size in fetched),
+        "requests": len(log),
+        "files": sorted(((p.lstrip("/"), s) for p, s in fetched), key=lambda f: -f[1]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--query", default="virtual network gateway")
+    parser.add_argument("--objects", action="store_true", help="also publish objects/<sha256>")
+    parser.add_argument("--bundle", type=Path, help="an already built bundle folder")
+    parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    args = parser.parse_args(argv)
+
+    if args.bundle is not None:
+        bundle = args.bundle.resolve()
+    else:
+        config = msdocs()
+        if config is None:
+            print("the msdocs-10k archive was not found", file=sys.stderr)
+            return 1
+        print("building msdocs-10k", file=sys.stderr)
+        bundle, _ = build_bundle("msdocs-10k", config)
+    key = str(public_key_of(load_private_key(keyfile().read_bytes())))
+    total, sizes = bundle_bytes(bundle)
+    catalog = json.loads((bundle / "catalog.json").read_bytes())
+    doc_id = catalog["docs"][len(catalog["docs"]) // 2]["id"]
+    del catalog
+
+    plans: list[tuple[str, list[tuple[str, Any]], dict[str, Any]]] = [
+        ("lazy: one search", [("search", args.query)], {}),
+        ("lazy: one get", [("get", doc_id)], {}),
+        ("lazy: one search, then get its first hit", [("search", args.query), ("get", None)], {}),
+        ("eager: one search", [("search", args.query)], {"lazy": False}),
+    ]
+    results: dict[str, Any] = {}
+    with serving(bundle, args.objects) as (url, log), tempfile.TemporaryDirectory() as tmp:
+        for label, steps, options in plans:
+            work = Path(tmp) / hashlib.sha256(label.encode()).hexdigest()[:8]
+            results[label] = scenario(url, log, work, key, steps, **options)
+            if label == "lazy: one search":  # the same session again: the cache is warm
+                results["lazy: one search, warm cache"] = scenario(url, log, work, key, steps)
+            shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\n{environment()}; bundle {bundle} ({total:,} bytes, {len(sizes):,} files)")
+    print(
+        f"query {args.query!r}, get {doc_id!r}, layout {'objects' if args.objects else 'plain'}\n"
+    )
+    print("| scenario | bytes transferred | of the bundle | requests | open ms | first answer ms |")
+    print("|---|--:|--:|--:|--:|--:|")
+    for label, r in results.items():
+        print(
+            f"| {label} | {r['bytes']:,} | {100 * r['bytes'] / total:.1f} % | {r['requests']:,} "
+            f"| {1000 * r['open_s']:,.0f} | {1000 * (r['first_answer_s'] or 0):,.0f} |"
+        )
+    for label, r in results.items():
+        if label.startswith("lazy"):
+            top = ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in r["files"][:4])
+            more = len(r["files"]) - 4
+            print(f"\n{label}: {top}" + (f" and {more} more files" if more > 0 else ""))
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps({"total_bytes": total, "results": results}, indent=2), encoding="utf-8"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
