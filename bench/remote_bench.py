@@ -14,9 +14,11 @@ mark, in this process (imports done before the clock starts):
 For each: the bytes sent (and as a share of the bundle's bytes: the manifest plus every
 listed file), the files fetched, and the time from `Library.open` to the first answer.
 With `--objects` the server also publishes every file at `objects/<sha256>` (the
-immutable layout; the reader then fetches from there).
+immutable layout; the reader then fetches from there). With `--gzip` it sends files
+gzip-compressed to a reader that accepts it (the reader does), as CDNs and
+`handbook serve` do: bytes transferred are then the compressed bytes.
 
-    python bench/remote_bench.py [--query "virtual network"] [--objects] [--json OUT]
+    python bench/remote_bench.py [--query "virtual network"] [--objects] [--gzip] [--json OUT]
 
 Only the standard library and Handbook are used. Loopback only: the times say nothing
 about a real network's latency, the bytes are what a real network would carry.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import json
 import shutil
@@ -48,12 +51,16 @@ from handbook.signing import load_private_key, public_key_of
 
 
 class Counting(BaseHTTPRequestHandler):
-    """GET /<path> from `root` (and `objects/<sha256>` from `objects`), counting bytes."""
+    """GET /<path> from `root` (and `objects/<sha256>` from `objects`), counting bytes.
+    With `compress`, as a CDN does: gzip (level 6, made once per file) to a client that
+    accepts it, unless that saves less than a tenth."""
 
     root: ClassVar[Path]
     objects: ClassVar[dict[str, str]] = {}
     log: ClassVar[list[tuple[str, int]]] = []
     lock: ClassVar[threading.Lock] = threading.Lock()
+    compress: ClassVar[bool] = False
+    packed: ClassVar[dict[str, bytes | None]] = {}
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -70,8 +77,18 @@ class Counting(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         data = path.read_bytes()
+        packed = None
+        if self.compress and "gzip" in self.headers.get("Accept-Encoding", ""):
+            if name not in self.packed:
+                made = gzip.compress(data, compresslevel=6, mtime=0)
+                self.packed[name] = made if len(made) < 0.9 * len(data) else None
+            packed = self.packed[name]
+        if packed is not None:
+            data = packed
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
+        if packed is not None:
+            self.send_header("Content-Encoding", "gzip")
         self.end_headers()
         with contextlib.suppress(OSError):
             self.wfile.write(data)
@@ -80,9 +97,15 @@ class Counting(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serving(bundle: Path, objects: bool) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+def serving(
+    bundle: Path, objects: bool, compress: bool = False
+) -> Iterator[tuple[str, list[tuple[str, int]]]]:
     """A counting server for `bundle` on loopback: its URL and its request log."""
-    handler = type("Handler", (Counting,), {"root": bundle, "log": [], "objects": {}})
+    handler = type(
+        "Handler",
+        (Counting,),
+        {"root": bundle, "log": [], "objects": {}, "compress": compress, "packed": {}},
+    )
     if objects:
         signed = json.loads((bundle / MANIFEST).read_bytes())["signed"]
         handler.objects = {entry["sha256"]: name for name, entry in signed["files"].items()}
@@ -146,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--query", default="virtual network gateway")
     parser.add_argument("--objects", action="store_true", help="also publish objects/<sha256>")
+    parser.add_argument(
+        "--gzip",
+        action="store_true",
+        help="serve files gzip-compressed to clients that accept it, as a CDN or "
+        "`handbook serve` does",
+    )
     parser.add_argument("--bundle", type=Path, help="an already built bundle folder")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
@@ -172,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         ("eager: one search", [("search", args.query)], {"lazy": False}),
     ]
     results: dict[str, Any] = {}
-    with serving(bundle, args.objects) as (url, log), tempfile.TemporaryDirectory() as tmp:
+    with (
+        serving(bundle, args.objects, args.gzip) as (url, log),
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         for label, steps, options in plans:
             work = Path(tmp) / hashlib.sha256(label.encode()).hexdigest()[:8]
             results[label] = scenario(url, log, work, key, steps, **options)
@@ -182,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"\n{environment()}; bundle {bundle} ({total:,} bytes, {len(sizes):,} files)")
     print(
-        f"query {args.query!r}, get {doc_id!r}, layout {'objects' if args.objects else 'plain'}\n"
+        f"query {args.query!r}, get {doc_id!r}, layout {'objects' if args.objects else 'plain'}"
+        f", {'gzip' if args.gzip else 'identity'} transfers\n"
     )
     print("| scenario | bytes transferred | of the bundle | requests | open ms | first answer ms |")
     print("|---|--:|--:|--:|--:|--:|")

@@ -12,7 +12,8 @@ limit + 1 byte), verify its signature, then refuse, before any other download:
 
 Files then come from `RemoteFiles`: each is downloaded when first needed, never reading
 more than its listed size + 1 byte and within a deadline (a stalled or slow server is
-cut off, ``DownloadError``), checked against the manifest's size and sha256 before
+cut off, ``DownloadError``; a server or CDN may send it gzip-compressed, inflated here
+within the same bound), checked against the manifest's size and sha256 before
 use, and kept in a cache of files named by their sha256 (a file already there is
 re-hashed, not re-downloaded). A file is asked for at its immutable address first,
 ``objects/<sha256>`` beside the manifest, and at its plain path when the host does
@@ -42,6 +43,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -333,31 +335,47 @@ def _download(
     if remaining <= 0:
         raise DownloadError(f"{name}: the fetch ran out of time before this file")
     request = urllib.request.Request(
-        url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "identity"}
+        url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "gzip"}
     )
     try:
         with fetcher.open(request, timeout=min(remaining, STALL_SECONDS)) as response:
+            encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
+            if encoding not in ("identity", "gzip"):
+                raise DownloadError(f"{name}: {url} sent Content-Encoding {encoding[:40]!r}")
+            inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+            sent_limit = limit if inflate is None else gzip_bound(limit)
             declared = response.headers.get("Content-Length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
+            if declared is not None and declared.isdigit() and int(declared) > sent_limit:
                 raise _TooLarge(
                     f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
                 )
             parts: list[bytes] = []
-            size = 0
+            size = sent = 0
             while True:
                 if time.monotonic() > deadline:
                     raise DownloadError(
                         f"{name}: too slow; the fetch's deadline passed after {size:,} bytes"
                     )
-                chunk = response.read1(min(_CHUNK, limit + 1 - size))
+                chunk = response.read1(min(_CHUNK, sent_limit + 1 - sent))
                 if not chunk:
                     break
+                sent += len(chunk)
+                if sent > sent_limit:
+                    raise _TooLarge(f"{name}: more than the manifest allows; transfer abandoned")
+                if inflate is not None:  # never more than limit + 1 bytes out (no bomb)
+                    chunk = inflate.decompress(chunk, limit + 1 - size)
+                    if inflate.unconsumed_tail:
+                        size = limit + 1
                 size += len(chunk)
                 parts.append(chunk)
                 if size > limit:
                     raise _TooLarge(
                         f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
                     )
+            if inflate is not None and (not inflate.eof or inflate.unused_data):
+                raise DownloadError(f"{name}: {url} sent a gzip stream that is not one whole file")
+    except zlib.error as exc:
+        raise DownloadError(f"{name}: {url} sent a broken gzip stream ({exc})") from None
     except DownloadError:
         raise
     except urllib.error.HTTPError as exc:
@@ -368,6 +386,12 @@ def _download(
         reason = getattr(exc, "reason", exc)
         raise DownloadError(f"{name}: cannot fetch {url} ({reason})") from None
     return b"".join(parts)
+
+
+def gzip_bound(size: int) -> int:
+    """The most a gzip stream of `size` bytes can take: stored blocks add 5 bytes per
+    16 KiB, the header and trailer a few more (and a name, which servers do not send)."""
+    return size + 5 * (size // 16_384 + 1) + 1024
 
 
 def _check(name: str, data: bytes, entry: FileEntry) -> None:
