@@ -31,7 +31,6 @@ from .answers import (
 from .bundle import Bundle
 from .tool_model import ToolContext
 from .tools import BY_NAME
-from .web import opener, url_problem
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
@@ -50,6 +49,8 @@ class RemoteLibrary:
     ) -> None:
         """`url` is https, or plain http on loopback (elsewhere only with `allow_http`:
         the token and every question would cross the network in the clear)."""
+        from .web import opener, url_problem  # urllib and http.client: not at `import handbook`
+
         problem = url_problem(url, allow_http)
         if problem is not None:
             raise ValueError(f"{url!r}: {problem}")
