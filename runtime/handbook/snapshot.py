@@ -149,6 +149,19 @@ class Snapshot:
         return out
 
     @cached_property
+    def answerable(self) -> frozenset[int]:
+        """Catalog positions of the docs the search file can answer: it names the doc at
+        the same position under the same id and holds at least one passage of it.
+        Counted from the verified files, once per bundle (`handbook.statistics`)."""
+        ids = self.retriever.index.strings("doc_id")
+        indexed = self.retriever.indexed_docs()
+        return frozenset(
+            n
+            for n, doc in enumerate(self.docs)
+            if n in indexed and n < len(ids) and ids[n] == doc.id
+        )
+
+    @cached_property
     def identities(self) -> dict[str, list[int]]:
         """Compact id, title, keyword, alias or metadata value -> the docs that have it."""
         out: dict[str, list[int]] = {}
