@@ -13,7 +13,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import ROOT, MakeLibrary, run_cli
+from conftest import ROOT, MakeLibrary, get_json, run_cli
+from test_serve_command import serving
 
 from handbook import Library
 from handbook.answers import PublishStatus, StatisticsRow, StatusAnswer
@@ -284,3 +285,22 @@ def test_the_status_schema_and_its_typed_answer_name_the_same_keys() -> None:
     assert set(STATUS["properties"]["publish"]["properties"]) == set(
         typing.get_type_hints(PublishStatus)
     )
+
+
+def test_serve_shows_the_report_to_the_library_it_names(
+    fleet: Path, plant_floor_bundle: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "publish.json"
+    write_report(report, make_report("fleet-procedures", "1.0.0", "2026-01-31T12:00:00Z", 5, 0))
+    args = ["--bundle", str(fleet), "--bundle", str(plant_floor_bundle), "--allow-unsigned"]
+    with serving(*args, "--publish-report", str(report)) as (address, _):
+        code, body = get_json(address, "/api/v1/status")
+    assert code == 200
+    jsonschema.validate(body, STATUS)
+    publish = {s["library"]: s["publish"] for s in body["libraries"]}
+    assert publish["fleet-procedures"]["statistics_state"] == "reported"
+    assert publish["fleet-procedures"]["reported"]["uploaded_files"] == 5
+    assert publish["plant-floor"] == {
+        "statistics_state": "not_reported",
+        "error": f"{report}: the report is about fleet-procedures",
+    }
