@@ -12,8 +12,9 @@ fields. What it adds to the served tools:
   `health` says ``unavailable``, `ask` answers ``evidence_state: unavailable`` and
   `sync_manifest` says it could not compare; each call tries again, so the provider
   recovers once the bundle is back;
-- the asking `Actor`, validated, echoed in the answer for the app's audit trail, and
-  logged with the question's size and the source ids only (never the question's text);
+- the asking `handbook.actor.Actor`, validated, set as the call's actor context (so `ask`
+  echoes it and a `RemoteLibrary` forwards it), and logged with the question's size and
+  the source ids only (never the question's text);
 - `sync_manifest` compares the app's list of documents with what is served: present,
   missing, stale. It uploads nothing — the signed bundle is the only source of truth, and
   changing what is served is a build and a publish, never a call.
@@ -26,63 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict, TypeVar, cast
 
-from .answers import Source, StatusAnswer
+from .actor import Actor, ActorError, acting, actor_of
+from .answers import ActorInfo, Source, StatusAnswer
 from .served import Served
 
 PROVIDER = "handbook"
 MAX_DOCUMENTS = 1000
 """Document refs one `sync_manifest` call compares at most."""
-MAX_ID_CHARS = 128
-MAX_SCOPES = 32
-_ACTOR_TEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]*$")
 log = logging.getLogger("handbook.provider")
-
-
-class ActorError(ValueError):
-    """An actor whose id, tenant, workspace or scopes are not acceptable."""
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who asks, on whose behalf: checked when made (ActorError), so a provider never
-    carries an actor it could not log or forward safely."""
-
-    actor_id: str
-    tenant: str
-    workspace: str
-    scopes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("actor_id", "tenant", "workspace"):
-            _check_text(name, getattr(self, name))
-        if not isinstance(self.scopes, tuple) or len(self.scopes) > MAX_SCOPES:
-            raise ActorError(f"scopes must be a tuple of at most {MAX_SCOPES} scopes")
-        for scope in self.scopes:
-            _check_text("scope", scope)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "actor_id": self.actor_id,
-            "tenant": self.tenant,
-            "workspace": self.workspace,
-            "scopes": list(self.scopes),
-        }
-
-
-def _check_text(name: str, value: Any) -> None:
-    if not (isinstance(value, str) and len(value) <= MAX_ID_CHARS and _ACTOR_TEXT.fullmatch(value)):
-        shown = repr(value)[:80]
-        raise ActorError(
-            f"{name} {shown}: expected 1 to {MAX_ID_CHARS} characters of letters, digits and "
-            "._:@/+- (starting with a letter or digit)"
-        )
 
 
 class Health(TypedDict, total=False):
@@ -138,11 +95,12 @@ class GroundedAnswer(TypedDict, total=False):
     correlation_id: str
     library: str | None
     version: str | None
-    actor: dict[str, Any]
+    actor: ActorInfo
     error: dict[str, str]
 
 
 Loader = Callable[[], Served]
+T = TypeVar("T")
 
 
 class HandbookProvider:
@@ -150,22 +108,34 @@ class HandbookProvider:
     that makes one."""
 
     def __init__(
-        self, served: Served | None, *, name: str = PROVIDER, sources_limit: int = 3
+        self,
+        served: Served | None,
+        *,
+        name: str = PROVIDER,
+        sources_limit: int = 3,
+        principal: str | None = None,
     ) -> None:
-        self.name, self.sources_limit = name, sources_limit
+        """`principal` is whom an audience router answers as (its audience's bundle);
+        None reads the public one."""
+        self.name, self.sources_limit, self.principal = name, sources_limit, principal
         self._served = served
         self._loader: Loader | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def from_loader(
-        cls, loader: Loader, *, name: str = PROVIDER, sources_limit: int = 3
+        cls,
+        loader: Loader,
+        *,
+        name: str = PROVIDER,
+        sources_limit: int = 3,
+        principal: str | None = None,
     ) -> HandbookProvider:
         """A provider whose library `loader` makes (`lambda: Library.open(path, keys)`),
         called on first use and again on each use until it succeeds: a bundle that could
         not be loaded at start is served once it can be, and until then every call
         answers `unavailable` with the loader's error."""
-        provider = cls(None, name=name, sources_limit=sources_limit)
+        provider = cls(None, name=name, sources_limit=sources_limit, principal=principal)
         provider._loader = loader
         return provider
 
@@ -173,25 +143,29 @@ class HandbookProvider:
 
     async def health(self) -> Health:
         """Whether questions can be answered now, and from which library and version."""
-        return await asyncio.to_thread(self._health)
+        return await asyncio.to_thread(self._in_context, None, self._health)
 
     async def ask(
         self, question: str, actor: Actor, correlation_id: str | None = None
     ) -> GroundedAnswer:
         """A grounded answer quoting the served docs, `insufficient` when they do not
         answer, `unavailable` when nothing can be asked; never generated text, never an
-        exception."""
+        exception. `actor` is checked as a transport checks it (`bad_actor` otherwise)."""
         correlation = correlation_id or uuid.uuid4().hex
         if not isinstance(actor, Actor):
-            return self._unavailable(correlation, "invalid_actor", "actor must be an Actor")
-        answer = await asyncio.to_thread(self._ask, question, actor, correlation)
+            return self._unavailable(correlation, ActorError.code, "actor must be an Actor")
+        try:
+            actor_of(actor._asdict(), "actor {name}")
+        except ActorError as exc:
+            return self._unavailable(correlation, exc.code, str(exc))
+        answer = await asyncio.to_thread(
+            self._in_context, actor, self._ask, question, actor, correlation
+        )
         log.info(
             "ask",
             extra={
                 "correlation_id": correlation,
-                "actor_id": actor.actor_id,
-                "tenant": actor.tenant,
-                "workspace": actor.workspace,
+                "actor": actor.info(),
                 "question_chars": len(question) if isinstance(question, str) else None,
                 "evidence_state": answer["evidence_state"],
                 "source_ids": [s.get("document_id") for s in answer.get("sources", [])],
@@ -203,9 +177,15 @@ class HandbookProvider:
         """Compare the documents the app expects with what is served: `present`,
         `missing` (not served, or not in the language asked for) and `stale` (served at
         another version or revision). Uploads nothing (`uploaded: 0`)."""
-        return await asyncio.to_thread(self._sync, documents)
+        return await asyncio.to_thread(self._in_context, None, self._sync, documents)
 
     # -- in a worker thread ------------------------------------------------------------------
+
+    def _in_context(self, actor: Actor | None, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` as asked by this provider's principal for `actor`: what an
+        audience router, `ask` and a `RemoteLibrary` read (`handbook.actor.acting`)."""
+        with acting(actor, self.principal):
+            return call(*args)
 
     def _load(self) -> tuple[Served | None, StatusAnswer | None, str | None]:
         """(served, its status, None) when it can answer; else (…, why not)."""
@@ -255,7 +235,8 @@ class HandbookProvider:
             code, message = error.get("code", "unavailable"), error.get("message", "no answer")
             return self._unavailable(correlation, code, message)
         out = cast(GroundedAnswer, {**answer})
-        out["provider"], out["actor"] = self.name, actor.to_dict()
+        out["provider"] = self.name
+        out.setdefault("actor", actor.info())
         out["correlation_id"] = answer.get("correlation_id", correlation)
         out.setdefault("sources", [])
         return out

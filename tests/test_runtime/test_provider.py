@@ -8,16 +8,23 @@ import asyncio
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from conftest import ROOT
 
 from handbook import Library
+from handbook.actor import Actor
+from handbook.audiences import AudienceRouter
 from handbook.client import RemoteLibrary
 from handbook.errors import BundleError
-from handbook.provider import Actor, ActorError, HandbookProvider
+from handbook.principals import Principals
+from handbook.provider import HandbookProvider
+from handbook.served import Served
+from handbook_build import load_config
+from handbook_build.pipeline import build
 
-OPS = Actor("dispatcher-7", "northwind", "fleet-ops", ("procedures:read",))
+OPS = Actor("dispatcher-7", "northwind", "fleet-ops")
 GROUNDED = "What are the immediate actions when a vehicle is damaged?"
 UNANSWERED = "How do I calibrate the quantum flux capacitor?"
 
@@ -50,10 +57,9 @@ def test_a_grounded_answer_cites_its_sources_in_the_contract_shape(fleet: Path) 
     assert answer["evidence_state"] == "grounded"
     assert answer["provider"] == "handbook" and answer["correlation_id"] == "req-42"
     assert answer["actor"] == {
-        "actor_id": "dispatcher-7",
+        "actor": "dispatcher-7",
         "tenant": "northwind",
         "workspace": "fleet-ops",
-        "scopes": ["procedures:read"],
     }
     top = answer["sources"][0]
     assert {k: top[k] for k in ("document_id", "title", "version", "section")} == {
@@ -80,7 +86,11 @@ def test_the_log_has_the_source_ids_and_not_the_question(
         run(provider.ask(GROUNDED, OPS, correlation_id="req-43"))
     (record,) = caplog.records
     assert record.__dict__["correlation_id"] == "req-43"
-    assert record.__dict__["actor_id"] == "dispatcher-7"
+    assert record.__dict__["actor"] == {
+        "actor": "dispatcher-7",
+        "tenant": "northwind",
+        "workspace": "fleet-ops",
+    }
     assert record.__dict__["question_chars"] == len(GROUNDED)
     assert "procedure.damage-report" in record.__dict__["source_ids"]
     assert "immediate" not in str(record.__dict__).lower()
@@ -182,25 +192,39 @@ def test_an_unreachable_server_is_unavailable() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fields", "name"),
+    ("actor", "message"),
     [
-        ({"actor_id": ""}, "actor_id"),
-        ({"actor_id": "a" * 129}, "actor_id"),
-        ({"tenant": "north wind"}, "tenant"),
-        ({"workspace": "ops\n"}, "workspace"),
-        ({"workspace": "-ops"}, "workspace"),
-        ({"scopes": ("read", "bad scope")}, "scope"),
-        ({"scopes": ("s",) * 33}, "scopes"),
+        (Actor("a" * 129, "t", "w"), "actor actor is 129 characters; at most 128"),
+        (Actor("a", "north wind", "w"), "actor tenant may hold letters, digits"),
+        (Actor("a", "t", "ops\n"), "actor workspace may hold letters, digits"),
+        (Actor("a", "t", "-ops"), "actor workspace may hold letters, digits"),
+        ({"actor": "x"}, "actor must be an Actor"),
     ],
 )
-def test_an_actor_is_checked_when_made(fields: dict[str, Any], name: str) -> None:
-    values: dict[str, Any] = {"actor_id": "a", "tenant": "t", "workspace": "w", **fields}
-    with pytest.raises(ActorError, match=f"^{name}"):
-        Actor(**values)
-
-
-def test_an_ask_without_an_actor_is_refused_not_raised(fleet: Path) -> None:
+def test_an_actor_that_a_transport_would_refuse_is_refused_not_raised(
+    fleet: Path, actor: Any, message: str
+) -> None:
     provider = HandbookProvider(Library.open(fleet, allow_unsigned=True))
-    answer = run(provider.ask(GROUNDED, {"actor_id": "x"}))  # type: ignore[arg-type]
-    assert answer["evidence_state"] == "unavailable"
-    assert answer["error"]["code"] == "invalid_actor"
+    answer = run(provider.ask(GROUNDED, actor, correlation_id="req-9"))
+    assert answer["evidence_state"] == "unavailable" and answer["sources"] == []
+    assert answer["error"]["code"] == "bad_actor" and answer["correlation_id"] == "req-9"
+    assert answer["error"]["message"].startswith(message)
+
+
+def test_an_audience_router_answers_as_the_providers_principal(tmp_path: Path) -> None:
+    root = tmp_path / "access"
+    shutil.copytree(ROOT / "examples" / "access", root, ignore=shutil.ignore_patterns("build"))
+    build(load_config(root / "mkdocs.yml"), root / "build" / "bundle", None)
+    router = AudienceRouter(
+        {
+            "public": Library.open(root / "build" / "bundle", allow_unsigned=True),
+            "staff": Library.open(root / "build" / "bundles" / "staff", allow_unsigned=True),
+        },
+        Principals({"digest": "ops"}, {"ops": "staff"}),
+    )
+    wanted = [{"document_id": "procedure.override"}]
+    staff = HandbookProvider(cast(Served, router), principal="ops")
+    public = HandbookProvider(cast(Served, router))
+    assert run(staff.sync_manifest(wanted))["present"] == ["procedure.override"]
+    assert run(public.sync_manifest(wanted))["missing"] == ["procedure.override"]
+    assert run(staff.health())["docs"] == 3 and run(public.health())["docs"] == 2
