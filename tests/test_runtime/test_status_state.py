@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 from conftest import ROOT, MakeLibrary, get_json, run_cli
+from reviewers import reviews_option
 from test_serve_command import serving
 
 from handbook import Library
@@ -114,6 +115,23 @@ def test_a_principal_sees_the_status_of_its_own_audience_only(access: Path) -> N
         assert [(r["audience"], r["bundle_docs"]) for r in status["statistics"]] == [
             (audience, docs)
         ]
+
+
+def test_a_source_doc_the_review_policy_leaves_out_is_found_but_not_shipped(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    device = DOC.format(id="device.x", lang="en").replace("kind: guide", "kind: device")
+    config = make_library(
+        {"a.md": DOC.format(id="a", lang="en"), "c.md": device},
+        reviews=reviews_option(protected={"kinds": ["device"]}, unapproved="omit"),
+    )
+    built = tmp_path / "bundle"
+    build(load_config(config), built, None)
+    status = Library.open(built, allow_unsigned=True).status()
+    (row,) = status["statistics"]
+    found = (row["lang"], row["source_docs"], row["bundle_docs"], row["indexed_docs"])
+    assert found == ("en", 2, 1, 1)  # the unapproved device doc was found, not shipped
+    assert states(row) == ("reported", "verified", "verified", "verified")
 
 
 def test_a_language_the_build_reported_without_a_doc_shipped_has_its_row(
