@@ -75,6 +75,12 @@ class Snapshot:
                     self._retriever = open_retriever(self.bundle)
         return self._retriever
 
+    @property
+    def search_loaded(self) -> bool:
+        """Whether the search file has been read (and verified) yet: a deferred one is
+        read by the first call that searches."""
+        return self._retriever is not None
+
     @classmethod
     def of(
         cls,

@@ -10,8 +10,8 @@ Three measurements per audience and language, never merged:
 - ``indexed_docs``: the docs this runtime can answer from. The search file, hashed
   against the manifest like every file, must name the doc at the catalog's position under
   the catalog's id and hold at least one passage of it (`Snapshot.answerable`). Counted
-  here, once per loaded bundle: ``verified``; ``not_verified_yet`` when the search file
-  could not be read, so nothing was counted.
+  here, once per loaded bundle: ``verified``; ``not_verified_yet`` (and null) while the
+  search file of a lazily opened bundle has not been read, which status does not force.
 
 A row's ``statistics_state`` is ``verified`` when its answerable count was verified,
 ``reported`` when only a reported figure is there, ``not_reported`` when neither. The
@@ -25,7 +25,6 @@ import os
 from collections.abc import Iterable
 
 from .answers import PublishStatus, StatisticsRow
-from .errors import BundleError
 from .publish_report import ReportError, applies, read_report
 from .snapshot import Snapshot
 
@@ -40,10 +39,7 @@ def statistics_rows(snap: Snapshot) -> list[StatisticsRow]:
     audience = snap.bundle.manifest.signed.audience
     reported = snap.bundle.library_info.source_docs
     positions = snap.languages
-    try:
-        answerable: frozenset[int] | None = snap.answerable
-    except BundleError:
-        answerable = None
+    answerable = snap.answerable if snap.search_loaded else None  # never read it just for this
     rows: list[StatisticsRow] = []
     for lang in sorted({*positions, *(reported or {})}):
         here = positions.get(lang, [])

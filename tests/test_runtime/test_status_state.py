@@ -20,10 +20,13 @@ from test_serve_command import serving
 from handbook import Library
 from handbook.answers import PublishStatus, StatisticsRow, StatusAnswer
 from handbook.audiences import CURRENT_PRINCIPAL, AudienceRouter
+from handbook.bundle import open_bundle
 from handbook.principals import Principals
 from handbook.publish_report import MAX_REPORT_BYTES, make_report, write_report
 from handbook.schemas import STATUS
 from handbook.shelf import Shelf
+from handbook.snapshot import Snapshot
+from handbook.statistics import statistics_rows
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -322,3 +325,23 @@ def test_serve_shows_the_report_to_the_library_it_names(
         "statistics_state": "not_reported",
         "error": f"{report}: the report is about fleet-procedures",
     }
+
+
+def test_answerable_docs_are_not_verified_yet_before_the_search_file_is_read(
+    fleet: Path,
+) -> None:
+    snap = Snapshot.of(open_bundle(fleet, allow_unsigned=True), "2026-01-31T12:00:00Z", defer=True)
+    before = statistics_rows(snap)
+    assert [
+        (r["indexed_docs"], r["indexed_docs_state"], r["statistics_state"]) for r in before
+    ] == [
+        (None, "not_verified_yet", "reported"),
+        (None, "not_verified_yet", "reported"),
+    ]
+    assert not snap.search_loaded  # counting did not read it
+    snap.retriever.indexed_docs()  # a search reads it
+    after = statistics_rows(snap)
+    assert [(r["indexed_docs"], r["statistics_state"]) for r in after] == [
+        (1, "verified"),
+        (4, "verified"),
+    ]
