@@ -101,6 +101,15 @@ def plant_floor_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def fleet_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fleet-procedures example (two languages, doc versions) built once, unsigned,
+    for modules that only read it."""
+    out = tmp_path_factory.mktemp("fleet-procedures") / "bundle"
+    build(load_config(ROOT / "examples" / "fleet-procedures" / "mkdocs.yml"), out, None)
+    return out
+
+
 @contextmanager
 def loopback_server(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
     """A threaded stdlib HTTP server on a free loopback port; yields its base URL."""

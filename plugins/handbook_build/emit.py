@@ -63,12 +63,14 @@ def emit(
     index: LunrIndex,
     resources: Mapping[str, Sequence[str]] | None = None,
     records: Sequence[Record] = (),
+    source_docs: Mapping[str, int] | None = None,
 ) -> Catalog:
     """Write every file of the bundle but the manifest; return the catalog. `index` holds
     the docs' `index_entries`, added while they were parsed (in path order); the entries
     of attached markdown files follow them here. `resources` are the attached files of
     folder docs (doc path -> paths in the docs root); `records` the verified reviews and
-    invalidations, for a library that declares reviewers."""
+    invalidations, for a library that declares reviewers; `source_docs` the source docs
+    found for this bundle's readers, per language (`LibraryInfo.source_docs`)."""
     docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
     entries = []
     texts: dict[str, str] = {}  # sha256 -> text, of every attached markdown file
@@ -83,7 +85,8 @@ def emit(
             for rel in (resources or {}).get(doc.path, ())
         )
         entries.append(_entry(doc, config, body, sha, attached))
-    catalog = Catalog(_library(docs, config, built_at), tuple(entries))
+    library = _library(docs, config, built_at)._replace(source_docs=source_docs)
+    catalog = Catalog(library, tuple(entries))
     position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
     order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]  # the index's order
     markdown = [

@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
@@ -124,6 +124,13 @@ def build(
         if result.failed(strict):
             raise BuildError(result.findings, len(result.docs))
         docs = [doc for doc in result.docs if doc.path not in result.omitted]
+        found = {  # before the docs are freed: what each audience's readers had in the sources
+            audience: source_counts(
+                result.docs if settings is None else visible(result.docs, str(audience), settings),
+                config.default_lang,
+            )
+            for audience in targets
+        }
         bundles: dict[str, Bundle] = {}
         for n, (audience, target) in enumerate(targets.items(), 1):
             chosen = docs if settings is None else visible(docs, str(audience), settings)
@@ -131,7 +138,7 @@ def build(
                 if not per_doc:
                     index = LunrIndex()  # which docs an audience reads is known once all are read
                     index.extend(index_entries(chosen))
-                _write(config, writer, key, result, chosen, index, audience)
+                _write(config, writer, key, result, chosen, index, audience, found[audience])
                 index = LunrIndex()
                 if n == len(targets):  # the docs are written: leave the memory to verifying
                     chosen = []
@@ -140,6 +147,16 @@ def build(
                 bundles[audience or ""] = publish(writer, target, key)
     default = bundles[settings.default if settings else ""]
     return BuildResult(result.findings, default, bundles if settings else {})
+
+
+def source_counts(docs: Iterable[Doc], default_lang: str | None) -> dict[str, int]:
+    """Language -> how many of `docs` are in it (a doc without `lang` is in the default
+    language, "" when there is none), as the runtime groups them."""
+    counts: dict[str, int] = {}
+    for doc in docs:
+        lang = _lang(doc) or default_lang or ""
+        counts[lang] = counts.get(lang, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _omitting(config: Config) -> bool:
@@ -163,13 +180,14 @@ def _write(
     docs: list[Doc],
     index: LunrIndex,
     audience: str | None,
+    source_docs: Mapping[str, int],
 ) -> None:
     """Emit and seal one bundle of `docs` (an audience's, or every doc), `index` holding
     their entries."""
     built_at = build_time()
     ids = {(doc.id, doc.meta.get("lang")) for doc in docs}
     records = [r for r in shipped(result) if not isinstance(r, Review) or (r.doc, r.lang) in ids]
-    catalog = emit(docs, config, built_at, writer, index, result.resources, records)
+    catalog = emit(docs, config, built_at, writer, index, result.resources, records, source_docs)
     if config.semantic:
         _embed(writer, catalog)
     expires = expiry(built_at, config.expires) if config.expires else None

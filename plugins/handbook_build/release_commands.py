@@ -1,10 +1,11 @@
-"""The release commands: `init`, `pack`, `diff` and `release`. Like every build command
+"""The release commands: `init`, `pack`, `diff`, `release` and `publish-report`. Like every build command
 they raise, and `commands.BuildCommand` reports and exits."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import click
@@ -193,3 +194,48 @@ def release_command(
         f"released {done.tag} (commit {done.commit[:12]}); archive {done.archive} sha256 {digest}"
     )
     click.echo("pushed" if done.pushed else f"not pushed: git push {remote} {branch} {done.tag}")
+
+
+@click.command(name="publish-report", cls=BuildCommand)
+@click.argument("report", type=click.Path(dir_okay=False))
+@click.option(
+    "--bundle",
+    type=click.Path(exists=True, file_okay=False),
+    default="build/bundle",
+    show_default=True,
+    help="The bundle that was published: its manifest names the library, version and audience.",
+)
+@click.option(
+    "--uploaded", type=click.IntRange(0), required=True, help="Files the pipeline uploaded."
+)
+@click.option(
+    "--failed", type=click.IntRange(0), default=0, show_default=True, help="Files that failed."
+)
+@click.option("--message", default="", help="What the pipeline has to say, in a line or two.")
+def publish_report_command(
+    report: str, bundle: str, uploaded: int, failed: int, message: str
+) -> None:
+    """Write REPORT, the publish report a server shows in its status (`handbook serve
+    --publish-report REPORT`): which bundle was published, when, and what the pipeline
+    said. A server labels it `reported`, never `verified`."""
+    from handbook.layout import MANIFEST
+    from handbook.manifest import Manifest, utc_time
+    from handbook.publish_report import ReportError, make_report, write_report
+
+    signed = Manifest.from_bytes((Path(bundle) / MANIFEST).read_bytes()).signed
+    try:
+        made = make_report(
+            signed.library,
+            signed.version,
+            utc_time(time.time()),
+            uploaded,
+            failed,
+            message,
+            signed.audience,
+        )
+    except ReportError as exc:
+        raise click.UsageError(str(exc)) from None
+    write_report(report, made)
+    click.echo(
+        f"reported {signed.library} {signed.version}: {uploaded} uploaded, {failed} failed -> {report}"
+    )

@@ -280,6 +280,43 @@ class ResourceAnswer(Answer, total=False):
     resources: list[str]
 
 
+class StatisticsRow(TypedDict):
+    """One audience and language of a served bundle, each figure with its provenance
+    (`handbook.statistics`): a reported figure is never labelled verified."""
+
+    audience: str | None
+    lang: str
+    source_docs: int | None
+    """Source docs the build found for these readers (reported by the build), or None."""
+    source_docs_state: str
+    """reported | not_reported"""
+    bundle_docs: int
+    """Docs in the bundle: the catalog's, whose count the signed manifest fixes."""
+    bundle_docs_state: str
+    """verified"""
+    indexed_docs: int | None
+    """Docs this runtime can answer from: in the search file, under the catalog's id,
+    with at least one passage."""
+    indexed_docs_state: str
+    """verified | not_verified_yet"""
+    statistics_state: str
+    """verified (the answerable count was verified here) | reported | not_reported"""
+
+
+class PublishStatus(TypedDict, total=False):
+    """The last publish the release pipeline reported (`handbook.publish_report`)."""
+
+    statistics_state: str
+    """reported | not_reported: a report is what a pipeline said, never verified."""
+    reported: dict[str, Any]
+    """The report as written: library, version, audience, reported_at, uploaded_files,
+    failed_files, message."""
+    matches_served: bool
+    """Whether the report names the version being served."""
+    error: str
+    """Why a report that was configured could not be read."""
+
+
 class StatusAnswer(Answer, total=False):
     library: str
     version: str
@@ -297,6 +334,14 @@ class StatusAnswer(Answer, total=False):
     """available, or unavailable and why: served with a writable inbox only."""
     sources: dict[str, list[str]]
     """The source allow-list of `ask` and `collect` (kinds, libraries), when one is set."""
+    audience: str | None
+    """The audience the bundle was built for, as signed (None: a library without)."""
+    statistics: list[StatisticsRow]
+    """Per audience and language: source docs (reported), bundle docs and answerable
+    docs (verified), kept apart."""
+    statistics_state: str
+    """The weakest of the rows' states: verified | reported | not_reported."""
+    publish: PublishStatus
 
 
 def refusal(code: str, message: str) -> ErrorInfo:

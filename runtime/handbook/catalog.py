@@ -157,11 +157,20 @@ class LibraryInfo(NamedTuple):
     """The frontmatter fields every doc must have: part of the doc contract `diff` checks."""
     default_lang: str | None = None
     """The language of docs without `lang`, and the one `get` falls back to."""
+    source_docs: Mapping[str, int] | None = None
+    """Language -> the source docs the build found for this bundle's readers, whether
+    shipped or left out (an unapproved doc under `unapproved: omit`): a figure the build
+    reports, which no reader can check against the sources. None in a bundle built
+    before it was recorded (an additive key of handbook/v1)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = self._asdict()
         out["vocab"], out["filters"] = dict(self.vocab), dict(self.filters)
         out["list_fields"], out["required"] = list(self.list_fields), list(self.required)
+        if self.source_docs is None:
+            del out["source_docs"]
+        else:
+            out["source_docs"] = dict(self.source_docs)
         return out
 
 
@@ -198,6 +207,12 @@ def library_from_dict(data: Any) -> LibraryInfo:
     lib = _known(data, LibraryInfo._fields)
     lib["list_fields"] = tuple(lib.get("list_fields", ()))
     lib["required"] = tuple(lib.get("required", ()))
+    counts = lib.get("source_docs")
+    if counts is not None and not (
+        type(counts) is dict
+        and all(type(k) is str and type(v) is int and v >= 0 for k, v in counts.items())
+    ):
+        raise TypeError("source_docs must map languages to counts")
     return LibraryInfo(**lib)
 
 

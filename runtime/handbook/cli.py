@@ -42,6 +42,7 @@ BUILD_COMMANDS = {
     "init": "handbook_build.release_commands:init_command",
     "invalidate": "handbook_build.review_commands:invalidate_command",
     "release": "handbook_build.release_commands:release_command",
+    "publish-report": "handbook_build.release_commands:publish_report_command",
     "review": "handbook_build.review_commands:review_command",
     "reviews": "handbook_build.review_commands:reviews_command",
 }

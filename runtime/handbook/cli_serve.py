@@ -190,6 +190,14 @@ def inbox_options(command: F) -> F:
     help="Log the text of queries and questions; by default only their length and a "
     f"keyed hash (HMAC-SHA256; the key is random per process, or ${KEY_ENV}).",
 )
+@click.option(
+    "--publish-report",
+    "publish_report",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="The release pipeline's report of its last publish (`handbook publish-report`), "
+    "read at each status call and shown as reported, never as verified.",
+)
 @inbox_options
 @bundle_options
 def serve(
@@ -207,6 +215,7 @@ def serve(
     header_timeout: float,
     log_target: str,
     log_queries: bool,
+    publish_report: str | None,
     sources: Sources,
     inbox: Inbox | None,
 ) -> None:
@@ -224,6 +233,8 @@ def serve(
 
     principals = _principals(token, tokens_file)
     served, watched = sources.open()
+    for library in watched.values():  # each shows the report only if it names that library
+        library.publish_report = publish_report
     served = by_audience(served, watched, principals)
     if inbox is not None:
         if principals is None and not inbox.agents:

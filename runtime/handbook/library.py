@@ -49,6 +49,7 @@ from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, search_passages
 from .signing import PublicKey
 from .snapshot import Snapshot
+from .statistics import publish_status, statistics_rows, weakest
 from .tool_model import ToolContext
 from .trust import TrustPolicy
 
@@ -147,6 +148,9 @@ class Library(SnapshotTools):
         self._opener = opener
         self.max_response_chars = max_response_chars
         self.last_reload_error: str | None = None
+        self.publish_report: str | None = None
+        """A publish report file (`handbook.publish_report`) that `status` shows, read at
+        each call and labelled `reported`; None for none."""
         self._reload_lock = threading.Lock()
         self._lazy = lazy
         """A remote bundle opened lazily: a reload that finds the same manifest keeps
@@ -172,6 +176,7 @@ class Library(SnapshotTools):
         expect_audience: str | None = None,
         sources: AllowedSources | None = None,
         lazy: bool = True,
+        publish_report: str | os.PathLike[str] | None = None,
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
@@ -185,7 +190,9 @@ class Library(SnapshotTools):
         permits plain http to a host that is not loopback (`handbook.web`). `clock` gives
         the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
         pins the audience the signature must cover (a library with audiences). `sources`
-        restricts what `ask` and `collect` cite (`handbook.citing`).
+        restricts what `ask` and `collect` cite (`handbook.citing`). `publish_report`
+        names the release pipeline's report of its last publish, which `status` shows as
+        reported, never as verified (`handbook.publish_report`).
 
         A URL opens `lazy` by default: only the manifest is downloaded now, and each other
         file when a call first needs it, verified before use and cached by digest; a
@@ -221,6 +228,7 @@ class Library(SnapshotTools):
         bound = max(1000, int(max_response_chars))
         library = cls(first, os.fspath(path), opener, bound, remote_lazy)
         library.sources = sources
+        library.publish_report = None if publish_report is None else os.fspath(publish_report)
         return library
 
     # -- what is served ---------------------------------------------------------------------
@@ -292,14 +300,17 @@ class Library(SnapshotTools):
 
     @never_raise
     def status(self) -> StatusAnswer:
-        """What is served and since when. It answers even when a file of the bundle failed
-        its lazy verification: `integrity_error` then names it."""
+        """What is served and since when, and what it counts per audience and language,
+        each figure labelled verified or reported (`handbook.statistics`), with the last
+        publish the release pipeline reported. It answers even when a file of the bundle
+        failed its lazy verification: `integrity_error` then names it."""
         snap = self._snapshot
         signed = snap.bundle.manifest.signed
         try:
             languages = language_counts(snap)
+            rows = statistics_rows(snap)
         except BundleError:  # the catalog did not verify; the bundle records which file
-            languages = {}
+            languages, rows = {}, []
         out: StatusAnswer = {
             "library": signed.library,
             "version": signed.version,
@@ -311,6 +322,12 @@ class Library(SnapshotTools):
             "path": self._path,
             "last_reload_error": self.last_reload_error,
             "languages": languages,
+            "audience": signed.audience,
+            "statistics": rows,
+            "statistics_state": weakest(row["statistics_state"] for row in rows),
+            "publish": publish_status(
+                self.publish_report, signed.library, signed.version, signed.audience
+            ),
         }
         if snap.bundle.integrity_error:
             out["integrity_error"] = snap.bundle.integrity_error

@@ -265,6 +265,35 @@ RESOURCE = _result(
     ["found"],
 )
 
+_OPT_INT = {"type": ["integer", "null"]}
+_STATE = {"type": "string", "enum": ["verified", "reported", "not_reported"]}
+STATISTICS_ROW = _result(
+    {
+        "audience": _OPT_STRING,
+        "lang": _STRING,
+        "source_docs": _OPT_INT,
+        "source_docs_state": {"type": "string", "enum": ["reported", "not_reported"]},
+        "bundle_docs": _INT,
+        "bundle_docs_state": {"type": "string", "enum": ["verified"]},
+        "indexed_docs": _OPT_INT,
+        "indexed_docs_state": {"type": "string", "enum": ["verified", "not_verified_yet"]},
+        "statistics_state": _STATE,
+    },
+    ["lang", "source_docs_state", "bundle_docs", "indexed_docs_state", "statistics_state"],
+)
+"""One audience and language: what the build reported, what the manifest and the runtime
+verified, each labelled (`handbook.statistics`)."""
+PUBLISH = _result(
+    {
+        "statistics_state": {"type": "string", "enum": ["reported", "not_reported"]},
+        "reported": {"type": "object"},
+        "matches_served": _BOOL,
+        "error": _STRING,
+    },
+    ["statistics_state"],
+)
+"""The last publish the release pipeline reported: never `verified`."""
+
 STATUS = _result(
     {
         "library": _STRING,
@@ -272,6 +301,10 @@ STATUS = _result(
         "docs": _INT,
         "signature": _STRING,
         "loaded_at": _STRING,
+        "audience": _OPT_STRING,
+        "statistics": _array(STATISTICS_ROW),
+        "statistics_state": _STATE,
+        "publish": PUBLISH,
         "libraries": _array({"type": "object"}),
         "sources": _result({"kinds": _array(_STRING), "libraries": _array(_STRING)}, []),
     },

@@ -38,6 +38,7 @@ from .query_terms import parse_query
 from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, bounded_hits, render_hit
 from .snapshot import Snapshot, active_filters
+from .statistics import weakest
 from .tool_model import ToolContext
 from .tools import context_of
 
@@ -71,7 +72,9 @@ class Shelf(SnapshotTools):
 
     @never_raise
     def status(self) -> StatusAnswer:
-        out: StatusAnswer = {"libraries": [lib.status() for lib in self.libraries]}
+        answers = [lib.status() for lib in self.libraries]
+        state = weakest(answer.get("statistics_state", "not_reported") for answer in answers)
+        out: StatusAnswer = {"libraries": answers, "statistics_state": state}
         if self.sources is not None:
             out["sources"] = self.sources.describe()
         return out

@@ -75,6 +75,12 @@ class Snapshot:
                     self._retriever = open_retriever(self.bundle)
         return self._retriever
 
+    @property
+    def search_loaded(self) -> bool:
+        """Whether the search file has been read (and verified) yet: a deferred one is
+        read by the first call that searches."""
+        return self._retriever is not None
+
     @classmethod
     def of(
         cls,
@@ -147,6 +153,19 @@ class Snapshot:
         for n, doc in enumerate(self.docs):
             out.setdefault(self.lang_of(doc), []).append(n)
         return out
+
+    @cached_property
+    def answerable(self) -> frozenset[int]:
+        """Catalog positions of the docs the search file can answer: it names the doc at
+        the same position under the same id and holds at least one passage of it.
+        Counted from the verified files, once per bundle (`handbook.statistics`)."""
+        ids = self.retriever.index.strings("doc_id")
+        indexed = self.retriever.indexed_docs()
+        return frozenset(
+            n
+            for n, doc in enumerate(self.docs)
+            if n in indexed and n < len(ids) and ids[n] == doc.id
+        )
 
     @cached_property
     def identities(self) -> dict[str, list[int]]:
