@@ -284,6 +284,30 @@ def child_json(label: str, args: list[str]) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def measure_runtime(
+    label: str, published: Path, setup: dict[str, Any], subset: Path, args: argparse.Namespace
+) -> EngineRun:
+    """Cold starts and the query set over one published bundle; `setup` (query set and
+    key) is filled from the first bundle it sees."""
+    if not setup:
+        setup.update(
+            child_json(
+                "scaling-setup",
+                ["setup", str(published), str(subset), str(args.queries), str(args.seed)],
+            )
+        )
+    print(f"{label}: cold start and {len(setup['queries'])} searches", file=sys.stderr)
+    (RUNTIME / f"scaling-{label}").mkdir(parents=True, exist_ok=True)
+    base = {
+        "path": str(published),
+        "key": setup["key"],
+        "first": setup["queries"][0],
+        "bench": str(Path(__file__).resolve().parent),
+    }
+    warm = {"mode": "bench", "queries": setup["queries"], "k": 10, "get_ids": []}
+    return run_engine("handbook", f"scaling-{label}", base, warm, args.cold_runs)
+
+
 def measure(
     size: int,
     config: Path,
@@ -313,19 +337,7 @@ def measure(
     published = bundle.resolve()
     sizes = bundle_sizes(published)
     docs = len(list((config.parent / "docs").glob("*.md")))
-    if not setup:
-        setup.update(
-            child_json(
-                "scaling-setup",
-                ["setup", str(published), str(subset), str(args.queries), str(args.seed)],
-            )
-        )
-    print(f"{label}: cold start and {len(setup['queries'])} searches", file=sys.stderr)
-    (RUNTIME / f"scaling-{label}").mkdir(parents=True, exist_ok=True)
-    base = {"path": str(published), "key": setup["key"], "first": setup["queries"][0]}
-    warm = {"mode": "bench", "queries": setup["queries"], "k": 10, "get_ids": []}
-    base["bench"] = str(Path(__file__).resolve().parent)
-    runtime = run_engine("handbook", f"scaling-{label}", base, warm, args.cold_runs)
+    runtime = measure_runtime(label, published, setup, subset, args)
     print(f"{label}: remote open and first answer", file=sys.stderr)
     remote = child_json(
         f"scaling-remote-{label}",
@@ -400,6 +412,23 @@ def details(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def runtime_table(runs: list[tuple[str, EngineRun]]) -> str:
+    lines = [
+        "| library | cold start ms | cold min-max ms | search p50 / p99 ms | core p50 / p99 ms "
+        "| steady / peak RSS MB |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for label, r in runs:
+        cold, w = [c.wall_s * 1000 for c in r.cold], r.warm
+        lines.append(
+            f"| {label} | {r.cold_ms:,.0f} | {min(cold):,.0f}-{max(cold):,.0f} "
+            f"| {p50(w['search_s']):.2f} / {p99(w['search_s']):.1f} "
+            f"| {p50(w['core_s']):.2f} / {p99(w['core_s']):.1f} "
+            f"| {w['vmrss_mb']:,.0f} / {w['vmhwm_mb'] or w['maxrss_mb']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="default: %(default)s")
@@ -407,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument(
+        "--runtime-only",
+        action="store_true",
+        help="only cold start and search again, on the bundles an earlier run left in --out",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -434,6 +468,15 @@ def main(argv: list[str] | None = None) -> int:
     subset.write_text(json.dumps(sorted(subset_ids(corpus))), encoding="utf-8")
     rows: list[Row] = []
     setup: dict[str, Any] = {}
+    if args.runtime_only:
+        runs = []
+        for size in sizes:
+            label = f"msdocs-{size // 1000}k"
+            published = (out / "bundles" / label).resolve()
+            runs.append((label, measure_runtime(label, published, setup, subset, args)))
+        print(f"Runtime again, {datetime.date.today()}, commit {commit()}; {environment()}\n")
+        print(runtime_table(runs))
+        return 0
     for size in sizes:
         rows.append(measure(size, configs[size], out, setup, subset, args))
         (out / "results.md").write_text(f"{table(rows)}\n\n{details(rows)}\n", encoding="utf-8")
