@@ -29,9 +29,9 @@ For each library, in fresh child processes, one after the other:
   the first answer (median of `--cold-runs`), then the query set once (p50, p99 of
   `lib.search(q, limit=10)`), then `VmRSS` (steady RSS) and the peak.
 * remote first answer: a child serves the published folder on a loopback
-  `http.server` that counts the body bytes it sends, and calls
-  `Library.open(url, ...)` and one search, with an empty cache. Whatever the current
-  remote loader fetches is counted (today's fetches every listed file).
+  `http.server` that counts the body bytes it sends (`remote_bench`'s), and calls
+  `Library.open(url, ...)` (lazy: the manifest, then what the call needs) and one
+  search, with an empty cache; then again with the server sending gzip, as a CDN does.
 
 The query set is fixed across sizes: `runtime_bench.make_queries` over the catalog
 entries of the 1k subset's docs, which every larger library holds too.
@@ -208,54 +208,39 @@ def child_setup(bundle: str, subset: list[str], count: int, seed: int) -> dict[s
 
 
 def child_remote(bundle: str, key: str, query: str, scratch: str) -> dict[str, Any]:
-    """Serve `bundle` on loopback, counting body bytes; open it by URL and search once."""
-    import functools
-    import threading
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    """Serve `bundle` on loopback (`remote_bench`'s counting server), open it by URL from
+    an empty cache and search once: plainly, then with gzip transfers as a CDN sends
+    them. The bytes, requests and times of each."""
+    from remote_bench import serving
 
     from handbook import Library
 
-    sent = {"bytes": 0, "requests": 0}
-    lock = threading.Lock()
-
-    class Counting(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def copyfile(self, source: Any, outputfile: Any) -> None:  # type: ignore[override]
-            n = 0
-            while chunk := source.read(1 << 20):
-                outputfile.write(chunk)
-                n += len(chunk)
-            with lock:
-                sent["bytes"] += n
-                sent["requests"] += 1
-
-    handler = functools.partial(Counting, directory=bundle)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    shutil.rmtree(scratch, ignore_errors=True)
-    t0 = time.perf_counter()
-    lib = Library.open(
-        f"http://127.0.0.1:{httpd.server_address[1]}/",
-        trusted_keys=[key],
-        cache_dir=Path(scratch) / "cache",
-        state_dir=Path(scratch) / "state",
-        timeout=3600,
-    )
-    t1 = time.perf_counter()
-    answer = lib.search(query, limit=10)
-    t2 = time.perf_counter()
-    httpd.shutdown()
-    httpd.server_close()
-    shutil.rmtree(scratch, ignore_errors=True)
-    return {
-        **sent,
-        "open_s": t1 - t0,
-        "first_s": t2 - t1,
-        "hits": len(answer.get("hits", [])),
-    }
+    out: dict[str, Any] = {}
+    for label, compress in (("", False), ("gzip_", True)):
+        with serving(Path(bundle), objects=False, compress=compress) as (url, log):
+            shutil.rmtree(scratch, ignore_errors=True)
+            t0 = time.perf_counter()
+            lib = Library.open(
+                url + "/",
+                trusted_keys=[key],
+                cache_dir=Path(scratch) / "cache",
+                state_dir=Path(scratch) / "state",
+                timeout=3600,
+            )
+            t1 = time.perf_counter()
+            answer = lib.search(query, limit=10)
+            t2 = time.perf_counter()
+        shutil.rmtree(scratch, ignore_errors=True)
+        out.update(
+            {
+                f"{label}bytes": sum(size for _, size in log),
+                f"{label}requests": len(log),
+                f"{label}open_s": t1 - t0,
+                f"{label}first_s": t2 - t1,
+                f"{label}hits": len(answer.get("hits", [])),
+            }
+        )
+    return out
 
 
 # -- one size ------------------------------------------------------------------------------
@@ -363,6 +348,7 @@ def columns(r: Row) -> dict[str, float]:
         "steady RSS MB": w["vmrss_mb"],
         "peak RSS MB": w["vmhwm_mb"] or w["maxrss_mb"],
         "remote first answer MB": r.remote["bytes"] / 1e6,
+        "gzip transfers MB": r.remote.get("gzip_bytes", 0) / 1e6,
     }
 
 
