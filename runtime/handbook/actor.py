@@ -125,12 +125,17 @@ def headers_of(actor: Actor | None) -> dict[str, str]:
     return {HEADERS[name].title(): value for name, value in sent if value}
 
 
+_KEEP: Any = object()
+
+
 @contextlib.contextmanager
-def acting(actor: Actor | None, principal: str | None = None) -> Iterator[None]:
-    """Answer the calls in this block for `actor`, asked by `principal`: what the audience
-    router, the handlers and the request log read, in this context only. Transports set
-    it per request; in the Python API, ``with acting(Actor("u-17", "acme", "ops")):``."""
-    principal_token = CURRENT_PRINCIPAL.set(principal)
+def acting(actor: Actor | None, principal: str | None = _KEEP) -> Iterator[None]:
+    """Answer the calls in this block for `actor`, asked by `principal` (unchanged when
+    not given): what the audience router, the handlers and the request log read, in this
+    context only. Transports set both per request; in the Python API,
+    ``with acting(Actor("u-17", "acme", "ops")):``."""
+    asked_by = CURRENT_PRINCIPAL.get() if principal is _KEEP else principal
+    principal_token = CURRENT_PRINCIPAL.set(asked_by)
     actor_token = CURRENT_ACTOR.set(actor)
     try:
         yield

@@ -181,3 +181,15 @@ def test_the_actor_is_never_a_tool_parameter(library: Library) -> None:
     with acting(Actor(actor="x")):
         assert library.ask(QUESTION)["actor"] == {"actor": "x"}
     assert "actor" not in library.ask(QUESTION)  # the block's context is gone
+
+
+def test_an_actor_alone_keeps_who_is_asking() -> None:
+    from handbook.audiences import CURRENT_PRINCIPAL
+
+    with acting(None, "ops"):
+        with acting(Actor(actor="x")):  # an RPC call's details inside a principal's request
+            assert CURRENT_PRINCIPAL.get() == "ops"
+        with acting(Actor(actor="y"), None):
+            assert CURRENT_PRINCIPAL.get() is None
+        assert CURRENT_PRINCIPAL.get() == "ops"
+    assert CURRENT_PRINCIPAL.get() is None
