@@ -8,6 +8,8 @@ names the file, read with `resource(id, path, section)`.
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
 from .answers import SearchAnswer, SearchHit
@@ -89,10 +91,24 @@ def excerpt(snap: Snapshot, hit: Hit) -> str:
     text = content[passage.start : passage.end].decode("utf-8", "replace")
     text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
     position = 0
-    for m in WORD.finditer(text):
-        if stem(m.group().lower()) in hit.terms:
-            position = m.start()
+    starts = _word_starts(hit.terms)
+    for candidate in starts.finditer(text) if starts is not None else ():
+        word = WORD.match(text, candidate.start())
+        if word is not None and stem(word.group().lower()) in hit.terms:
+            position = candidate.start()
             break
     start = max(0, position - EXCERPT_CHARS // 3)
     window = " ".join(text[start : start + EXCERPT_CHARS].split())
     return ("…" if start else "") + window + ("…" if start + EXCERPT_CHARS < len(text) else "")
+
+
+@lru_cache(maxsize=1024)
+def _word_starts(terms: frozenset[str]) -> re.Pattern[str] | None:
+    """Where a word whose stem is one of `terms` may begin. Porter's stemmer keeps a
+    prefix of the word and changes at most its last letter (y to i, an e added), so such
+    a word starts with the stem less its last letter: the regex finds the candidates in
+    C, and only those are stemmed (a long section was stemmed word by word before)."""
+    prefixes = sorted({t[:-1] if len(t) > 1 else t for t in terms if t}, key=len, reverse=True)
+    if not prefixes:
+        return None
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, prefixes)) + ")", re.IGNORECASE)
