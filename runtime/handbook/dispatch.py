@@ -9,6 +9,7 @@ query strings and command lines first turn their text into JSON values with
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
@@ -151,9 +152,7 @@ def handler(served: Served, tool: Tool) -> Callable[..., dict[str, Any]]:
             actor = from_details(details)
         except ActorError as exc:
             return failure(exc.code, str(exc))
-        if actor is None:
-            return answer(args, kwargs)
-        with acting(actor):
+        with acting(actor) if actor is not None else contextlib.nullcontext():
             return answer(args, kwargs)
 
     def answer(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
