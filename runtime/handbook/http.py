@@ -226,6 +226,9 @@ def api_index(served: Served) -> dict[str, Any]:
 INBOX = "/inbox"
 """The operators' read-only page of open inbox records: served only behind tokens."""
 MAX_INBOX_PAGE = 500
+"""Open records the page shows: the newest of the asking principal's audience."""
+MAX_INBOX_SCAN = 20_000
+"""Open records read to find them (the caps keep a real inbox far below this)."""
 
 
 def _inbox_page(inbox: Any, filed: set[str]) -> Response:
@@ -234,12 +237,16 @@ def _inbox_page(inbox: Any, filed: set[str]) -> Response:
     every value escaped (agents wrote them)."""
     from html import escape
 
-    try:
-        records = inbox.store.records(state="open", limit=MAX_INBOX_PAGE)
+    records: list[Any] = []
+    try:  # oldest first, in pages: the newest MAX_INBOX_PAGE of this audience's are kept
+        for offset in range(0, MAX_INBOX_SCAN, MAX_INBOX_PAGE):
+            page = inbox.store.records(state="open", limit=MAX_INBOX_PAGE, offset=offset)
+            records += [r for r in page if not filed or r.library in filed]
+            records = records[-MAX_INBOX_PAGE:]
+            if len(page) < MAX_INBOX_PAGE:
+                break
     except HandbookError as exc:
         return Response(f"inbox unavailable: {exc}\n", 503, media_type="text/plain")
-    if filed:
-        records = [r for r in records if r.library in filed]
     rows = "".join(
         "<tr>"
         + "".join(

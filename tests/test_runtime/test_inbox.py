@@ -4,6 +4,7 @@ records in the pedigree of every replica, degraded reads, and the operators' pag
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -272,3 +273,23 @@ def test_the_operators_page_escapes_what_agents_wrote(library: Library, store_pa
         _, _, page = request(address, "/inbox", {"Authorization": "Bearer s3cret"})
     assert b"<script>alert" not in page and b"<img" not in page
     assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_inbox_page_shows_the_newest_of_the_audience_s_records(tmp_path: Path) -> None:
+    """More open records than a page, two audiences interleaved: the page holds the newest
+    page-full of the asking audience's, and none of the other's."""
+    from handbook.http import MAX_INBOX_PAGE, _inbox_page
+    from handbook.stores import Stored
+
+    store = SQLiteStore(tmp_path / "inbox.db")
+    caps = Caps(per_principal_per_hour=10_000, open_per_doc=10_000)
+    for n in range(2 * MAX_INBOX_PAGE + 50):
+        library = "lib@staff" if n % 2 else "lib@public"
+        record_id = f"{n:012x}" + "0" * 52
+        basis = {"basis": str(n)}
+        record = Stored(record_id, "contradiction", library, "doc.a", "principal:x", basis, n)
+        store.add(record, caps)
+    page = _inbox_page(Inbox(store), {"lib@staff"}).body.decode()
+    shown = {int(i, 16) for i in re.findall(r"<td>([0-9a-f]{12})</td>", page)}
+    staff = [n for n in range(2 * MAX_INBOX_PAGE + 50) if n % 2]
+    assert shown == set(staff[-MAX_INBOX_PAGE:])
