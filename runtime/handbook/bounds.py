@@ -100,12 +100,15 @@ def json_len(value: Any) -> int:
 
 
 def with_size(out: dict[str, Any]) -> dict[str, Any]:
-    """Every answer says how large it is, in characters of JSON, itself included."""
+    """Every answer says how large it is, in characters of JSON, itself included. The
+    answer is encoded once, with a one-digit number: the number's own digits are then
+    counted without encoding it again."""
     out["response_chars"] = 0
-    size = json_len(out)
-    while out["response_chars"] != size:  # the number's own digits count too
-        out["response_chars"] = size
-        size = json_len(out)
+    rest = json_len(out) - 1
+    size = rest + 1
+    while size != rest + len(str(size)):
+        size = rest + len(str(size))
+    out["response_chars"] = size
     return out
 
 
