@@ -73,3 +73,12 @@ def test_answers_fit_their_schema_and_type(library: Library, tool: Tool) -> None
     answer = getattr(library, tool.verb)(**CALLS[tool.name])
     jsonschema.validate(answer, dict(tool.output))
     assert set(answer) <= set(_keys(tool.answer)), tool.name
+
+
+@pytest.mark.parametrize("chars", [0, 3, 4, 84, 85, 86, 979, 980, 981, 9976, 9977, 99_975])
+def test_response_chars_counts_its_own_digits(chars: int) -> None:
+    """At each length where the number gains a digit, the answer's size is exact."""
+    from handbook.bounds import json_len, with_size
+
+    answer = with_size({"text": "x" * chars, "note": "é"})
+    assert answer["response_chars"] == json_len(answer)
