@@ -34,6 +34,7 @@ from .answers import (
     ListAnswer,
     ResourceAnswer,
     SearchAnswer,
+    StatisticsRow,
     StatusAnswer,
 )
 from .bounds import DEFAULT_MAX_RESPONSE_CHARS, never_raise
@@ -307,8 +308,8 @@ class Library(SnapshotTools):
         snap = self._snapshot
         signed = snap.bundle.manifest.signed
         try:
-            languages = language_counts(snap)
             rows = statistics_rows(snap)
+            languages = language_counts(snap, rows)
         except BundleError:  # the catalog did not verify; the bundle records which file
             languages, rows = {}, []
         out: StatusAnswer = {
@@ -397,15 +398,18 @@ class Library(SnapshotTools):
         )
 
 
-def language_counts(snap: Snapshot) -> dict[str, dict[str, int]]:
-    """Per language, kept apart: docs in the catalog (the sources), docs the retriever
-    indexes (counted from it, not assumed), and docs their authors marked verified."""
-    indexed = snap.retriever.indexed_docs()
-    return {
-        lang: {
-            "documents": len(positions),
-            "indexed": sum(1 for n in positions if n in indexed),
-            "verified": sum(1 for n in positions if snap.docs[n].verified == "verified"),
-        }
-        for lang, positions in sorted(snap.languages.items())
-    }
+def language_counts(snap: Snapshot, rows: list[StatisticsRow]) -> dict[str, dict[str, int]]:
+    """Per language of the bundle: its docs and the docs answerable from it, as the
+    statistics rows counted them (answerable only once the search file was read: status
+    never reads it for this), and the docs their authors marked verified."""
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        positions = snap.languages.get(row["lang"])
+        if not positions:  # a language only the build reported
+            continue
+        counts = {"documents": row["bundle_docs"]}
+        if row["indexed_docs"] is not None:
+            counts["indexed"] = row["indexed_docs"]
+        counts["verified"] = sum(1 for n in positions if snap.docs[n].verified == "verified")
+        out[row["lang"]] = counts
+    return out
