@@ -26,7 +26,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .answers import ActorInfo
-from .audiences import CURRENT_PRINCIPAL
 
 MAX_CHARS = 128
 ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]*\Z")
@@ -56,6 +55,10 @@ CURRENT_ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar(
     "handbook_actor", default=None
 )
 """Whom the request being answered acts for, as its transport carried it."""
+CURRENT_PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "handbook_principal", default=None
+)
+"""Who is asking, as the transport authenticated them (the audience router reads it)."""
 
 
 def actor_of(values: Mapping[str, Any], where: str) -> Actor | None:

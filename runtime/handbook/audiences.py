@@ -11,18 +11,13 @@ because it is not in what they are served.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
 from typing import Any
 
+from .actor import CURRENT_PRINCIPAL
 from .bundle import Bundle
 from .principals import PUBLIC, Principals
 from .served import Served
-
-CURRENT_PRINCIPAL: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "handbook_principal", default=None
-)
-"""Who is asking, for the request being answered (set by `handbook.gate.Gate`)."""
 
 
 class AudienceRouter:
