@@ -23,12 +23,9 @@ need a known bearer token, and each client's request rate is capped.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import mimetypes
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +42,7 @@ from .bundle import Bundle
 from .dispatch import call, failure, from_text
 from .errors import BundleError, HandbookError, SkillsError
 from .gate import Gate, host_names
+from .gzip_transfer import GZIPPED, accepts_gzip
 from .layout import MANIFEST, is_content
 from .manifest import utc_time
 from .openapi import API, openapi
@@ -320,60 +318,13 @@ def _bundle_file(request: Request, bundles: Mapping[str, Bundle], name: str) -> 
         else bundle.manifest.signed.files[path].sha256
     )
     cache = IMMUTABLE if is_content(path) else REVALIDATE
-    if _accepts_gzip(request.headers.get("accept-encoding", "")) and (
+    if accepts_gzip(request.headers.get("accept-encoding", "")) and (
         packed := GZIPPED.get(digest, data, path)
     ):
         extra = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
         return _conditional(request, packed, _media_type(path), f'"{digest}-gz"', cache, extra)
     extra = {"Vary": "Accept-Encoding"}
     return _conditional(request, data, _media_type(path), f'"{digest}"', cache, extra)
-
-
-class Gzipped:
-    """Bundle files gzip-compressed for clients that accept it (a remote reader sends
-    `Accept-Encoding: gzip`: a 10k-doc search file travels at 40 % of its size), made
-    once per file and kept in a bounded cache by digest. Files that do not shrink by a
-    tenth (already compressed, vectors) are sent as they are."""
-
-    def __init__(self, budget: int = 64 << 20) -> None:
-        self.budget, self.used = budget, 0
-        self._kept: OrderedDict[str, bytes | None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, digest: str, data: bytes, path: str) -> bytes | None:
-        if len(data) < 1024 or path.endswith(".gz"):
-            return None
-        with self._lock:
-            if digest in self._kept:
-                self._kept.move_to_end(digest)
-                return self._kept[digest]
-        packed: bytes | None = gzip.compress(data, compresslevel=6, mtime=0)
-        if packed is not None and len(packed) > len(data) * 0.9:
-            packed = None
-        with self._lock:
-            if digest not in self._kept:
-                self._kept[digest] = packed
-                self.used += len(packed or b"")
-            while self.used > self.budget and len(self._kept) > 1:
-                _, dropped = self._kept.popitem(last=False)
-                self.used -= len(dropped or b"")
-        return packed
-
-
-GZIPPED = Gzipped()
-
-
-def _accepts_gzip(header: str) -> bool:
-    """Whether an Accept-Encoding value takes gzip (named, or `*`, with no q=0)."""
-    for item in header.lower().split(","):
-        coding, _, params = item.partition(";")
-        if coding.strip() in ("gzip", "*"):
-            q = params.strip().removeprefix("q=") if params.strip().startswith("q=") else "1"
-            try:
-                return float(q) > 0
-            except ValueError:
-                return False
-    return False
 
 
 def _conditional(

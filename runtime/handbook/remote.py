@@ -58,6 +58,7 @@ from .errors import (
     MissingFileError,
     RollbackError,
 )
+from .gzip_transfer import gzip_bound
 from .layout import MANIFEST, OBJECTS_DIR
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
 from .signing import PublicKey
@@ -386,12 +387,6 @@ def _download(
         reason = getattr(exc, "reason", exc)
         raise DownloadError(f"{name}: cannot fetch {url} ({reason})") from None
     return b"".join(parts)
-
-
-def gzip_bound(size: int) -> int:
-    """The most a gzip stream of `size` bytes can take: stored blocks add 5 bytes per
-    16 KiB, the header and trailer a few more (and a name, which servers do not send)."""
-    return size + 5 * (size // 16_384 + 1) + 1024
 
 
 def _check(name: str, data: bytes, entry: FileEntry) -> None:
