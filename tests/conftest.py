@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import textwrap
 import threading
@@ -27,8 +28,25 @@ from handbook_build.pipeline import build
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
-"""Real documentation trees nobody here wrote (read-only: tests work on copies)."""
+SHARED_DATA = ROOT.parent / "shared" / "data"
+"""Real data nobody here wrote, beside the clone (read-only: tests work on copies). CI
+always has it; a fresh clone does not, and the tests that need it say so and skip."""
+REAL_SITES = SHARED_DATA / "real-sites"
+"""Real documentation trees as their authors wrote them."""
+
+
+def shared_data(path: Path) -> Path:
+    """`path` (below `SHARED_DATA`), or, where it is absent, a skip that names it in one
+    line: a fresh clone has no `../shared`. Under CI (`$CI` set) a missing path fails the
+    test instead, so a run that should measure real data never passes without it."""
+    if path.exists():
+        return path
+    where = path.relative_to(ROOT.parent) if path.is_relative_to(ROOT.parent) else path
+    reason = f"needs ../{where} beside the clone (real data, not in the repository)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI always has it")
+    pytest.skip(reason)
+
 
 # The fixed test key that tests/vectors/generate.py derives; never for real use.
 KEY_FILE = ROOT / "tests" / "vectors" / "test-key.pem"

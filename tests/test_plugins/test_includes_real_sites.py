@@ -9,13 +9,12 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import REAL_SITES, shared_data
 from markdown_it import MarkdownIt
 
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
-REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
 MARKER = re.compile(r"^[ \t]*;*-+8<-+")
 """A line that pymdownx.snippets would take for an include (or escaped include)."""
 HANDBOOK = """\
@@ -33,7 +32,7 @@ def adopted(tree: str, config: str, docs_dir: str, target: Path) -> Path:
     """A copy of a real tree with frontmatter on every page and a `handbook` entry in a
     mkdocs.yml holding the tree's configuration (`config`)."""
     root = target / tree
-    shutil.copytree(REAL_SITES / tree, root)
+    shutil.copytree(shared_data(REAL_SITES / tree), root)
     for page in sorted((root / docs_dir).rglob("*.md")):
         rel = page.relative_to(root / docs_dir)
         if any(part.startswith(".") for part in rel.parts):

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import KEY, PUBLIC, REAL_SITES, run_cli
+from conftest import KEY, PUBLIC, REAL_SITES, run_cli, shared_data
 from markdown_it import MarkdownIt
 
 from handbook import Library
@@ -30,8 +30,7 @@ the 12 skills and the template."""
 @pytest.fixture(scope="module")
 def adopted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A copy of each tree with what `handbook init --adopt` writes, and nothing else."""
-    if not REAL_SITES.is_dir():
-        raise AssertionError(f"{REAL_SITES} is missing: the real trees are part of this test")
+    shared_data(REAL_SITES)
     root = tmp_path_factory.mktemp("real-sites")
     copies = {}
     for name in TREES:

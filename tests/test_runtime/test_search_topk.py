@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import KEY, REAL_SITES
+from conftest import KEY, REAL_SITES, shared_data
 
 import handbook.search as search_module
 from handbook import FormatError
@@ -42,8 +42,7 @@ QUERIES = 400
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SKILLS.is_dir():
-        pytest.skip(f"{SKILLS} is not here")
+    shared_data(SKILLS)
     root = tmp_path_factory.mktemp("skills")
     shutil.copytree(SKILLS, root / "docs")
     (root / "mkdocs.yml").write_text(CONFIG, encoding="utf-8")
