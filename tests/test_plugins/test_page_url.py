@@ -1,5 +1,5 @@
 """`pages.page_url` is MkDocs' `File.url`, without MkDocs: the same URL for every page of
-the example libraries, of the project's docs and of three real documentation trees, with
+the example libraries, of the project's docs and of the five real documentation trees, with
 and without directory URLs, and for the awkward names MkDocs has rules for."""
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from mkdocs.utils import markdown_extensions
 
 from handbook_build.pages import page_url
 
-REAL_ROOTS = ("mkdocs/docs", "pymdown-extensions/docs/src/markdown", "agent-skills")
+REAL_ROOTS = (
+    "mkdocs/docs",
+    "pymdown-extensions/docs/src/markdown",
+    "mkdocstrings/docs",
+    "mkdocs-macros-plugin/webdoc/docs",
+    "agent-skills",
+)
 """Each tree's docs root, as its README and configuration name it (agent-skills is a
 folder of skills, a library as it stands)."""
 OUTSIDE_REAL_ROOTS = {
@@ -22,6 +28,13 @@ OUTSIDE_REAL_ROOTS = {
     "pymdown-extensions/LICENSE.md",
     "pymdown-extensions/README.md",
     "pymdown-extensions/SECURITY.md",
+    "mkdocstrings/README.md",
+    "mkdocstrings/CHANGELOG.md",
+    "mkdocstrings/CODE_OF_CONDUCT.md",
+    "mkdocstrings/CONTRIBUTING.md",
+    "mkdocs-macros-plugin/README.md",
+    "mkdocs-macros-plugin/LICENSE.md",
+    "mkdocs-macros-plugin/CHANGELOG.md",
 }
 """Markdown in the real trees that no site renders as a page (read, if at all, by an
 include): every other markdown file there is compared."""
@@ -96,7 +109,9 @@ def test_the_real_trees_are_compared_whole() -> None:
     every = {p.relative_to(REAL_SITES).as_posix() for p in REAL_SITES.rglob("*.md")}
     compared = {f"{root}/{path}" for root in REAL_ROOTS for path in pages(REAL_SITES / root)}
     assert every - compared == OUTSIDE_REAL_ROOTS
-    assert len(compared) >= 19 + 49 + 1  # mkdocs' pages, pymdown-extensions' pages, a skill
+    assert (
+        len(compared) >= 19 + 49 + 12 + 1
+    )  # mkdocs', pymdown-extensions', mkdocstrings' pages, a skill
 
 
 @pytest.mark.parametrize("use_directory_urls", [True, False], ids=["directory-urls", "html-urls"])
