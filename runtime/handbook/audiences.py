@@ -37,12 +37,13 @@ class AudienceRouter:
         return self.by_audience[self.audience(CURRENT_PRINCIPAL.get())]
 
     def bundles(self) -> Mapping[str, Bundle]:
-        """The asking principal's bundles; outside a request (the server announcing what
-        it serves), every audience's, as `library@audience`."""
+        """The asking principal's bundles. Outside a request (naming what is served, as
+        MCP's instructions do) when no public bundle is served: each library by its name
+        only, so no client is told which other audiences there are."""
         if CURRENT_PRINCIPAL.get() is None and not self.admits(None):
             return {
-                f"{name}@{audience}": bundle
-                for audience, served in self.by_audience.items()
+                name: bundle
+                for served in self.by_audience.values()
                 for name, bundle in served.bundles().items()
             }
         return self.current().bundles()

@@ -24,7 +24,7 @@ from .cli_queries import (
     key_options,
     tool_command,
 )
-from .cli_serve import inbox_options, serve, token
+from .cli_serve import inbox_options, one_audience, serve, token
 from .errors import BundleError, KeyFormatError
 from .inbox import Inbox
 from .tools import READ_TOOLS
@@ -157,11 +157,12 @@ def mcp(sources: Sources, inbox: Inbox | None) -> None:
 
     Every tool of `handbook tools`, and each doc as a resource handbook://<library>/<id>.
     With --inbox, the write tools too: over stdio there is no token, so records must be
-    signed with an --agent key. Messages about the bundle go to stderr; stdout is the
-    protocol stream."""
-    from .mcp import run_stdio
+    signed with an --agent key. Bundles of one audience only: there is no token to choose
+    one by (`handbook serve --tokens` serves several). Messages about the bundle go to
+    stderr; stdout is the protocol stream."""
+    from .mcp_stdio import run_stdio
 
-    served = sources.served()
+    served = one_audience(sources)
     run_stdio(Writable(served, inbox) if inbox is not None else served)
 
 

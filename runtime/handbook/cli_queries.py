@@ -106,13 +106,12 @@ class Sources:
 
     def served(self) -> Served:
         """The library at each path (a `Shelf` when there are several)."""
-        return self.open()[0]
+        return self.shelve(list(self.libraries().values()))
 
-    def open(self) -> tuple[Served, dict[str, Library]]:
-        """(what to serve, each library by its path), or exit: 2 for a malformed key, 1
-        naming the cause for a refused bundle."""
+    def libraries(self) -> dict[str, Library]:
+        """Each library by its path, or exit: 2 for a malformed key, 1 naming the cause
+        for a refused bundle."""
         from .library import Library
-        from .shelf import Shelf
 
         libraries: dict[str, Library] = {}
         for path in self.paths or (DEFAULT_BUNDLE,):
@@ -132,10 +131,16 @@ class Sources:
                     err=True,
                 )
                 sys.exit(1)
+        return libraries
+
+    def shelve(self, libraries: list[Library]) -> Served:
+        """One library as it is, several on a `Shelf` (or exit 2: two of one name)."""
+        from .shelf import Shelf
+
         if len(libraries) == 1:
-            return next(iter(libraries.values())), dict(libraries)
+            return libraries[0]
         try:
-            return Shelf(libraries.values(), self.cite), dict(libraries)
+            return Shelf(libraries, self.cite)
         except ValueError as exc:
             raise click.UsageError(f"--bundle: {exc}") from None
 

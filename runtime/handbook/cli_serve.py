@@ -20,7 +20,6 @@ from .library import Library
 from .principals import PUBLIC, TOKENS_FILE_ENV, Principals, add_token
 from .request_log import KEY_ENV, RequestLog
 from .served import Served
-from .shelf import Shelf
 from .signing import PublicKey
 from .stores import Caps, StoreUnavailable, open_store
 from .writable import Writable
@@ -223,6 +222,8 @@ def serve(
 
     Several --bundle options serve several libraries at once (refs are qualified as
     library:id; each bundle is under /bundle/<library>/; the site is the first one's).
+    Bundles built for audiences are grouped by audience: each principal (--tokens,
+    audience=) reads its own audience's only.
     A newly published bundle is verified and swapped in without dropping requests; one
     that fails verification is refused and the old one keeps serving. Only requests
     naming this server's host are answered, each client's rate is capped, and with
@@ -232,10 +233,10 @@ def serve(
     from .server import serve as run
 
     principals = _principals(token, tokens_file)
-    served, watched = sources.open()
+    watched = sources.libraries()
     for library in watched.values():  # each shows the report only if it names that library
         library.publish_report = publish_report
-    served = by_audience(served, watched, principals)
+    served = by_audience(watched, principals, sources)
     if inbox is not None:
         if principals is None and not inbox.agents:
             raise click.UsageError(
@@ -291,31 +292,52 @@ def _request_log(target: str, queries: bool) -> RequestLog | None:
 
 
 def by_audience(
-    served: Served, libraries: Mapping[str, Library], principals: Principals | None
+    libraries: Mapping[str, Library],
+    principals: Principals | None,
+    sources: Sources | None = None,
 ) -> Served:
-    """`served` as it is, or, when its bundles were built for audiences, an
-    `AudienceRouter` serving each principal its audience's bundles only."""
-    groups: dict[str, list[Library]] = {}
-    for library in libraries.values():
-        audience = library.bundle.manifest.signed.audience
-        groups.setdefault(audience or PUBLIC, []).append(library)
-    if set(groups) <= {PUBLIC} and not any(
-        lib.bundle.manifest.signed.audience for lib in libraries.values()
-    ):
-        return served
+    """What `handbook serve` serves: the libraries as one when none was built for
+    audiences; otherwise an `AudienceRouter` serving each principal its audience's bundles
+    only. The bundles are grouped by audience before any shelf is made: a library with
+    audiences is built into one bundle per audience, all of one name, and only the
+    bundles of one audience are ever read together (`sources.shelve`, --cite-* kept)."""
+    shelve = (sources or Sources(())).shelve
+    groups = _audiences(libraries)
+    if not any(lib.bundle.manifest.signed.audience for lib in libraries.values()):
+        return shelve(list(libraries.values()))
     if set(groups) - {PUBLIC} and principals is None:
         raise click.UsageError(
             f"the bundles are for audiences {', '.join(sorted(groups))}: serving any but "
             "public needs --tokens (each principal's audience= says which it reads)"
         )
-    router = AudienceRouter(
-        {
-            a: libs[0] if len(libs) == 1 else Shelf(libs, libs[0].sources)
-            for a, libs in groups.items()
-        },
-        principals,
-    )
+    router = AudienceRouter({a: shelve(libs) for a, libs in groups.items()}, principals)
     return cast(Served, router)
+
+
+def one_audience(sources: Sources) -> Served:
+    """What `handbook mcp` serves over stdio. Its one client comes with no token, so
+    nothing says whose audience to read: the bundles of one audience are served as they
+    are, and bundles of several are refused rather than one picked for the client (the
+    operator points it at the audience it means, or serves several with `handbook serve
+    --tokens`)."""
+    libraries = sources.libraries()
+    groups = _audiences(libraries)
+    if len(groups) > 1:
+        raise click.UsageError(
+            f"the bundles are for audiences {', '.join(sorted(groups))}, and over stdio "
+            "there is no token to choose one by: give the bundles of one audience (or "
+            "serve them all with `handbook serve --tokens`, each principal reading its own)"
+        )
+    return sources.shelve(list(libraries.values()))
+
+
+def _audiences(libraries: Mapping[str, Library]) -> dict[str, list[Library]]:
+    """The libraries by the audience their bundle was built for (none: public)."""
+    groups: dict[str, list[Library]] = {}
+    for library in libraries.values():
+        audience = library.bundle.manifest.signed.audience
+        groups.setdefault(audience or PUBLIC, []).append(library)
+    return groups
 
 
 def _principals(token: str | None, tokens_file: str | None) -> Principals | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,8 +50,6 @@ def serve(
     Who may ask is `principals` (and the host names); `rate`, `burst` and `limits` keep
     one client from starving the others (`handbook.gate`, `handbook.connections`). Every
     tool call, over the API and MCP, is written to `log` (`handbook.request_log`)."""
-    import socket
-
     import uvicorn
 
     from .mcp import http_app
@@ -71,10 +70,7 @@ def serve(
         burst=burst,
         log=log,
     )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock = listening(host, port)
     bound = sock.getsockname()[1]
     reloaders = [
         Reloader(
@@ -89,7 +85,7 @@ def serve(
         reloader.start()
     shown = f"[{host}]" if ":" in host else host
     announce(
-        f"serving {describe(served)} at http://{shown}:{bound}/  API {API}/  MCP /mcp"
+        f"serving {describe(served, watched)} at http://{shown}:{bound}/  API {API}/  MCP /mcp"
         + (
             f"  (bearer tokens of {len(principals.names)} principal(s) required)"
             if principals
@@ -109,16 +105,30 @@ def serve(
         sock.close()
 
 
-def describe(served: Served) -> str:
-    """What is served, from the manifests (the catalogs wait for the first request)."""
-    bundles = served.bundles()
+def listening(host: str, port: int) -> socket.socket:
+    """A socket bound and already listening: a client that connects as soon as the address
+    is announced waits in the kernel's queue until the server accepts, never refused."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(BACKLOG)
+    return sock
+
+
+def describe(served: Served, watched: Mapping[str, Library] | None = None) -> str:
+    """What is served, from the manifests (the catalogs wait for the first request):
+    each watched library's bundle, named with its audience when it has one (a server of
+    several audiences serves each a bundle of the same library), else what `served`
+    lists."""
+    bundles = [lib.bundle for lib in (watched or {}).values()] or list(served.bundles().values())
     if not bundles:
         return "a remote library"
     parts = []
-    for bundle in bundles.values():
+    for bundle in bundles:
         signed = bundle.manifest.signed
         parts.append(
-            f"{signed.library} {signed.version} ({signed.docs} docs, signature {bundle.signature_state})"
+            f"{signed.identity} {signed.version} ({signed.docs} docs, signature {bundle.signature_state})"
         )
     return ", ".join(parts)
 

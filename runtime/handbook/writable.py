@@ -10,7 +10,9 @@ Read answers stay the library's own, with one addition: every doc they name carr
 its pedigree, the open records about it (`open_records`), marked unreviewed and
 attributed, on every replica that shares the store. Records are filed under the served
 bundle's identity (`library@audience` for a library built with audiences, which a signing
-agent puts in `library`): each audience has an inbox of its own. An open contradiction sets
+agent puts in `library`): each audience has an inbox of its own, and a proposed new doc
+may name only a library the caller is served (any other qualifier is refused like an
+unknown id, so no caller writes into another audience's inbox). An open contradiction sets
 `verify_first` (an unreviewed contradiction) but never `contested`, which is kept for
 reviewed ones. When the store cannot be reached, writes answer `unavailable` and reads
 go on without the overlay (`inbox: unavailable` in status).
@@ -60,6 +62,12 @@ class Writable:
 
     def bundles(self) -> Mapping[str, Bundle]:
         return self.served.bundles()  # type: ignore[no-any-return]
+
+    def admits(self, principal: str | None) -> bool:
+        """Whether the principal's audience is served (the gate refuses others with 403):
+        the served `AudienceRouter`'s answer, and anyone's for what has no audiences."""
+        admits = getattr(self.served, "admits", None)
+        return bool(admits(principal)) if admits is not None else True
 
     def status(self) -> StatusAnswer:
         answer: StatusAnswer = self.served.status()
@@ -150,8 +158,13 @@ class Writable:
         return out
 
     def _default_library(self) -> str:
-        names = list(self.served.bundles())
+        names = self._libraries()
         return names[0] if len(names) == 1 else ""
+
+    def _libraries(self) -> builtins.list[str]:
+        """The libraries served to this request, by name: its principal's audience's
+        bundles (a `RemoteLibrary` has none here, and names what its server serves)."""
+        return list(self.served.bundles()) or list(self.served.tool_context().libraries)
 
     def _namespace(self, library: str) -> str:
         """What records about `library` are filed under, for this request: the served
@@ -275,13 +288,8 @@ class Writable:
         found = self.served.get(doc_id)
         if not found.get("found"):
             if kind != "proposal" or revision is not None or section is not None:
-                raise records.RecordProblem("doc_id", f"the library has no doc {clip(doc_id, 80)}")
-            library, _, new_id = doc_id.rpartition(":")
-            if not _ID.fullmatch(new_id):
-                raise records.RecordProblem(
-                    "doc_id", "a new doc's id is lowercase words and digits, dots between parts"
-                )
-            return library or self._default_library(), new_id, None, None
+                raise _unknown(doc_id)
+            return self._new_doc(doc_id), doc_id.rpartition(":")[2], None, None
         current = found["revision"]
         if kind != "proposal" and revision is None:
             raise records.RecordProblem("revision", f"a {kind} names the revision it is about")
@@ -308,9 +316,34 @@ class Writable:
         library = found.get("ref", "").rpartition(":")[0] or self._default_library()
         return library, found["id"], current, anchor
 
+    def _new_doc(self, doc_id: str) -> str:
+        """The served library a proposed new doc `[library:]id` is filed under. Only a
+        library this request is served may be named: a qualifier naming any other (another
+        audience's `library@audience`, a library not served here) is refused exactly like
+        an unknown doc, before the store and its caps are consulted, so a caller can
+        neither write into another audience's inbox nor learn what it holds."""
+        library, _, new_id = doc_id.rpartition(":")
+        served = self._libraries()
+        if library and library not in served:
+            raise _unknown(doc_id)
+        if not _ID.fullmatch(new_id):
+            raise records.RecordProblem(
+                "doc_id", "a new doc's id is lowercase words and digits, dots between parts"
+            )
+        if not library and len(served) > 1:
+            raise records.RecordProblem(
+                "doc_id", f"a new doc names its library, one of {', '.join(served)}: library:id"
+            )
+        return library or self._default_library()
+
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*")
 """A doc id (the build's own grammar): what a proposed new doc may be called."""
+
+
+def _unknown(doc_id: str) -> records.RecordProblem:
+    """The one refusal of a doc this request is not served, whatever the reason."""
+    return records.RecordProblem("doc_id", f"the library has no doc {clip(doc_id, 80)}")
 
 
 def _target(item: Mapping[str, Any], id_key: str, default: str) -> tuple[str, str]:

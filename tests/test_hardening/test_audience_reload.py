@@ -103,7 +103,7 @@ def test_a_doc_moved_to_a_narrower_audience_leaves_at_the_swap(tmp_path: Path) -
     audience_of = {"web": "public", "ops": "staff"}
     principals = Principals.load(tokens)
     libraries = {str(link): Library.open(link, allow_unsigned=True) for link in links.values()}
-    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    router = by_audience(libraries, principals)
 
     stop = threading.Event()
     seen: Counter[tuple[str, str]] = Counter()

@@ -135,11 +135,9 @@ def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path)
         str(p): Library.open(built / p, allow_unsigned=True)
         for p in ("bundle", "bundles/staff", "bundles/customer-acme")
     }
-    router = by_audience(next(iter(libraries.values())), libraries, principals)
-    staff_only = by_audience(
-        libraries["bundles/staff"], {"s": libraries["bundles/staff"]}, principals
-    )
-    assert list(staff_only.bundles()) == ["access-example@staff"]  # what serve announces
+    router = by_audience(libraries, principals)
+    staff_only = by_audience({"s": libraries["bundles/staff"]}, principals)
+    assert list(staff_only.bundles()) == ["access-example"]  # outside a request: no audience
     with live(create_app(router, principals=principals, mcp=http_app(router))) as address:
 
         def ask(name: str, path: str) -> tuple[int, dict[str, object]]:
@@ -225,7 +223,7 @@ def test_each_audience_has_an_inbox_of_its_own(built: Path, tmp_path: Path) -> N
         str(p): Library.open(built / p, allow_unsigned=True)
         for p in ("bundle", "bundles/staff", "bundles/customer-acme")
     }
-    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    router = by_audience(libraries, principals)
     store = SQLiteStore(tmp_path / "inbox.db")
     served = Writable(router, Inbox(store, Caps(open_per_doc=1)))
     basis = "The reset takes two minutes, not ten: measured on site."
@@ -332,7 +330,7 @@ def test_every_tool_on_every_transport_answers_a_restricted_id_like_an_unknown_o
         str(p): Library.open(built / p, allow_unsigned=True)
         for p in ("bundle", "bundles/staff", "bundles/customer-acme")
     }
-    router = by_audience(next(iter(libraries.values())), libraries, principals)
+    router = by_audience(libraries, principals)
     served = Writable(router, Inbox(SQLiteStore(tmp_path / "inbox.db")))
     auth = {"Authorization": f"Bearer {token}"}
 
