@@ -230,19 +230,6 @@ def _pieces(read: Callable[[int], Mapping[str, Any]]) -> tuple[str, Mapping[str,
     return "".join(pieces), first
 
 
-def run_stdio(served: Served) -> None:
-    """Serve MCP on stdin/stdout until the client closes it. Nothing else may write to
-    stdout: it is the protocol stream."""
-    from mcp.server.stdio import stdio_server
-
-    async def main() -> None:
-        server = build_server(served)
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(main)
-
-
 def http_app(
     served: Served,
     host: str = "127.0.0.1",
