@@ -10,7 +10,6 @@ record, and every decision is itself an event of the inbox's audit trail.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -22,20 +21,24 @@ import click
 from handbook.manifest import utc_time
 from handbook.records import Review
 from handbook.stores import STATES, Store, Stored, StoreError, open_store
+from handbook.terminal_text import for_terminal, json_for_terminal
 
 from . import pipeline
 from .commands import BuildCommand, config_option, progress_bar
 from .config import Config
+from .errors import PublishError
 from .review_commands import (
     at_option,
     config_with_reviews,
     doc_entries,
+    keep,
     key_option,
     reviewer_key,
     signed,
     time_of,
 )
-from .reviews import reviewers_of, write_record
+from .reviews import reviewers_of
+from .safe_paths import checked_from, remove_file, write_file
 
 VERDICT_OF = {"contradiction": "contradict", "corroboration": "corroborate"}
 
@@ -48,6 +51,21 @@ store_option = click.option(
     help="The inbox: a SQLite file or a postgresql:// URL (or $HANDBOOK_INBOX).",
 )
 as_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+class DecidingCommand(BuildCommand):
+    """`accept` and `reject`: their refusals quote the record (its library, doc, what
+    the check found in its text), so they are shown with control characters escaped."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.BadParameter:  # about an option the reviewer typed, not the record
+            raise
+        except click.UsageError as exc:
+            raise click.UsageError(for_terminal(exc.message), exc.ctx) from None
+        except click.ClickException as exc:
+            raise click.ClickException(for_terminal(exc.message)) from None
 
 
 @click.group(name="inbox")
@@ -94,11 +112,11 @@ def list_command(state: str, doc: str | None, limit: int, as_json: bool, store_s
     """The records, oldest first: id, kind, doc, who, when and the basis."""
     found = _store(store_spec).records(None if state == "all" else state, doc, limit)
     if as_json:
-        click.echo(json.dumps([_shown(r) for r in found], indent=2, ensure_ascii=False))
+        click.echo(json_for_terminal([_shown(r) for r in found], indent=2))
         return
     for r in found:
         basis = " ".join(str(r.payload.get("basis", "")).split())[:80]
-        click.echo(f"{r.id[:12]}  {r.state:<8} {r.kind:<13} {r.doc}  {r.principal}  {basis}")
+        _say(f"{r.id[:12]}  {r.state:<8} {r.kind:<13} {r.doc}  {r.principal}  {basis}")
     click.echo(f"{len(found)} record(s)", err=True)
 
 
@@ -111,17 +129,23 @@ def show_command(record_id: str, as_json: bool, store_spec: str) -> None:
     record = _find(_store(store_spec), record_id)
     shown = _shown(record)
     if as_json:
-        click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+        click.echo(json_for_terminal(shown, indent=2))
         return
     for key in ("id", "kind", "library", "doc", "by", "at", "state", "decided_by", "reason"):
         if key in shown:
-            click.echo(f"{key + ':':<11} {shown[key]}")
+            _say(f"{key + ':':<11} {shown[key]}")
     payload = record.payload
     for key in ("revision", "section", "basis", "evidence"):
         if key in payload:
-            click.echo(f"{key + ':':<11} {payload[key]}")
+            _say(f"{key + ':':<11} {payload[key]}")
     if "markdown" in payload:
-        click.echo("markdown:\n" + payload["markdown"])
+        _say(f"markdown:\n{payload['markdown']}")
+
+
+def _say(text: str) -> None:
+    """Print `text`, which holds what agents wrote, with its control characters shown as
+    escapes (`handbook.terminal_text`): a record never acts on the reviewer's terminal."""
+    click.echo(for_terminal(text))
 
 
 def _find(store: Store, record_id: str) -> Stored:
@@ -139,7 +163,7 @@ def _find(store: Store, record_id: str) -> Stored:
     return record
 
 
-@inbox_group.command(name="reject", cls=BuildCommand)
+@inbox_group.command(name="reject", cls=DecidingCommand)
 @click.argument("record_id", metavar="ID")
 @click.option("--reason", required=True, help="Why, for the agent and the audit trail.")
 @key_option
@@ -155,10 +179,10 @@ def reject_command(
     record = _find(store, record_id)
     name = _decider(config, keyid, record)
     decided = _decide(store, record, "rejected", name, reason)
-    click.echo(f"rejected {decided.id[:12]} ({decided.kind} of {decided.doc}) by {name}")
+    _say(f"rejected {decided.id[:12]} ({decided.kind} of {decided.doc}) by {name}")
 
 
-@inbox_group.command(name="accept", cls=BuildCommand)
+@inbox_group.command(name="accept", cls=DecidingCommand)
 @click.argument("record_id", metavar="ID")
 @click.option("--reason", default="", help="Why, for the audit trail.")
 @click.option(
@@ -204,7 +228,7 @@ def accept_command(
     decided = _decide(
         store, record, "accepted", name, reason or f"accepted: {os.path.relpath(written)}"
     )
-    click.echo(
+    _say(
         f"accepted {decided.id[:12]} ({decided.kind} of {decided.doc}) -> {os.path.relpath(written)}"
     )
     click.echo("commit it through a pull request; the next build carries it", err=True)
@@ -241,7 +265,7 @@ def export_command(output: str | None, store_spec: str) -> None:
                 else {}
             ),
         }
-        lines.append(json.dumps(line, ensure_ascii=False, sort_keys=True))
+        lines.append(json_for_terminal(line, sort_keys=True))
     text = "".join(f"{line}\n" for line in lines)
     if output:
         Path(output).write_text(text, encoding="utf-8")
@@ -302,55 +326,59 @@ def _review_of(
         ),
         private,
     )
-    assert config.reviews is not None
-    return write_record(config.reviews.folder, review)
+    return keep(config, review)
 
 
 def _apply_proposal(
     config: Config, record: Stored, entries: dict[str, list[tuple[str, Any]]], doc_path: str | None
 ) -> Path:
     """Write the proposal into the docs tree; checked, and undone if the check finds an
-    error in the file it changed."""
-    payload = record.payload
-    markdown = str(payload["markdown"])
-    found = entries.get(record.doc)
-    if found:
-        path, entry = found[0]
-        if payload.get("revision") != entry.revision:
-            raise click.UsageError(
-                f"{record.doc} changed since the proposal was written (revision "
-                f"{entry.revision[:12]}, the proposal read {str(payload.get('revision'))[:12]}): "
-                "reject it, or ask for a new one"
-            )
-        target = config.docs_dir / path
-        before = target.read_text(encoding="utf-8")
-        after = _with_section(before, payload.get("section"), markdown, entry)
-    else:
-        rel = doc_path or record.doc.replace(".", "/") + ".md"
-        target = (config.docs_dir / rel).resolve()
-        if not target.is_relative_to(config.docs_dir.resolve()) or target.exists():
-            raise click.UsageError(
-                f"{rel} is outside the docs folder or exists; pass another --path"
-            )
-        before = None
-        after = markdown if markdown.endswith("\n") else markdown + "\n"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.inbox")
-    temporary.write_text(after, encoding="utf-8")
-    temporary.replace(target)
+    error in the file it changed. Both writes go through `safe_paths.write_file`: no link
+    on the way from the project folder is followed, nor one named like a temporary file."""
+    target, before, after = _planned(config, record, entries, doc_path)
+    below = checked_from(config.docs_dir, config.config_path.parent)
+    write_file(target, after, below, PublishError, before=before)
     with progress_bar("Checking") as progress:
         result = pipeline.check(config, progress)
-    rel_path = target.relative_to(config.docs_dir.resolve()).as_posix()
+    rel_path = target.relative_to(config.docs_dir).as_posix()
     errors = [f for f in result.findings if f.path == rel_path and f.severity.name == "ERROR"]
     ids = {doc.id for doc in result.docs if doc.path == rel_path}
     if errors or (before is None and record.doc not in ids):
         if before is None:
-            target.unlink()
+            remove_file(target, after, below, PublishError)
         else:
-            target.write_text(before, encoding="utf-8")
+            write_file(target, before, below, PublishError, before=after)
         shown = "; ".join(str(f) for f in errors[:5]) or f"the file's id is not {record.doc}"
         raise click.ClickException(f"the proposal does not check, nothing was kept: {shown}")
     return target
+
+
+def _planned(
+    config: Config, record: Stored, entries: dict[str, list[tuple[str, Any]]], doc_path: str | None
+) -> tuple[Path, bytes | None, bytes]:
+    """(the file, its bytes now or None for a new doc, its bytes with the proposal)."""
+    payload = record.payload
+    markdown = str(payload["markdown"])
+    found = entries.get(record.doc)
+    if not found:
+        rel = doc_path or record.doc.replace(".", "/") + ".md"
+        target = Path(os.path.abspath(config.docs_dir / rel))
+        if config.docs_dir not in target.parents or os.path.lexists(target):
+            raise click.UsageError(
+                f"{rel} is outside the docs folder or exists; pass another --path"
+            )
+        return target, None, (markdown if markdown.endswith("\n") else markdown + "\n").encode()
+    path, entry = found[0]
+    if payload.get("revision") != entry.revision:
+        raise click.UsageError(
+            f"{record.doc} changed since the proposal was written (revision "
+            f"{entry.revision[:12]}, the proposal read {str(payload.get('revision'))[:12]}): "
+            "reject it, or ask for a new one"
+        )
+    target = config.docs_dir / path
+    before = target.read_bytes()
+    text = before.decode("utf-8").replace("\r\n", "\n")
+    return target, before, _with_section(text, payload.get("section"), markdown, entry).encode()
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

@@ -28,7 +28,7 @@ from . import pipeline
 from .config import Config
 from .errors import FrontmatterError, PublishError
 from .frontmatter import parse as parse_frontmatter
-from .safe_paths import replace_file
+from .safe_paths import checked_from, write_file
 from .skills import claims_spec
 
 PINNED = ("id", "title", "kind", "summary")
@@ -92,8 +92,12 @@ def plan(config: Config, progress: Callable[[int, int], None] | None = None) -> 
 
 
 def write(config: Config, changes: list[Change]) -> None:
+    """Each change over its file, if the file still holds what was planned from; through
+    no link from the project folder down (`safe_paths.write_file`)."""
+    below = checked_from(config.docs_dir, config.config_path.parent)
     for change in changes:
-        replace_file(config.docs_dir / change.path, change.before, change.after, PublishError)
+        path = config.docs_dir / change.path
+        write_file(path, change.after, below, PublishError, before=change.before)
 
 
 def pinned(data: bytes, values: dict[str, Any]) -> bytes | None:

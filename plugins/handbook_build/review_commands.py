@@ -22,6 +22,7 @@ from .commands import BuildCommand, config_option, progress_bar
 from .config import Config, load_config
 from .emit import entry_of
 from .reviews import ledger_of, reviewers_of, write_record
+from .safe_paths import checked_from
 
 REVIEW_KEY_ENV = "HANDBOOK_REVIEW_KEY"
 QUEUE_STATES = ("contested", "suspect", "under_approved", "stale", "unreviewed")
@@ -160,8 +161,7 @@ def review_command(
         ),
         private,
     )
-    assert config.reviews is not None
-    path = write_record(config.reviews.folder, record)
+    path = keep(config, record)
     click.echo(f"{verdict} of {doc_id} (revision {entry.revision[:12]}) -> {os.path.relpath(path)}")
 
 
@@ -198,8 +198,7 @@ def invalidate_command(
         for doc_id, found in doc_entries(config).items()
         if any(uri in _about(entry) for _, entry in found)
     ]
-    assert config.reviews is not None
-    path = write_record(config.reviews.folder, record)
+    path = keep(config, record)
     click.echo(f"{uri} changed -> {os.path.relpath(path)}")
     click.echo(
         f"suspect until reviewed again: {', '.join(about)}"
@@ -266,6 +265,14 @@ def signed(record: Record, private: Any) -> Record:
         return sign(record, private)
     except RecordError as exc:
         raise click.UsageError(f"the record would be refused by the build: {exc}") from None
+
+
+def keep(config: Config, record: Record) -> Path:
+    """Write `record` into the reviews folder, through no link from the project folder
+    down (a `reviews` link committed to the repository is refused, not followed)."""
+    assert config.reviews is not None
+    folder = config.reviews.folder
+    return write_record(folder, record, checked_from(folder, config.config_path.parent))
 
 
 def _about(entry: DocEntry) -> list[str]:

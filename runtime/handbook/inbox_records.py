@@ -9,6 +9,10 @@ of its signing input, canonical JSON under the kind's own domain tag
 free of server timestamps, so a retried call is one record, and a record signature can
 never pass for a review, an invalidation or a manifest.
 
+Its text is for people at a terminal (`handbook inbox`): each CR LF is kept as LF, and
+any other control character (C0 but tab and newline, DEL, C1, a lone CR) is refused, as
+`handbook.terminal_text` defines them; what is shown is escaped there too.
+
 Agents that sign build the payload with `payload` and sign ``signing_input(tag, payload)``
 (`handbook.signing`); `sign` does both for Python agents.
 """
@@ -16,11 +20,13 @@ Agents that sign build the payload with `payload` and sign ``signing_input(tag, 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from .canonical import dumps
 from .signing import b64encode, keyid, signing_input
+from .terminal_text import CONTROLS
 
 KINDS = ("proposal", "contradiction", "corroboration")
 TAGS = {kind: f"handbook/v1/{kind}" for kind in KINDS}
@@ -29,6 +35,7 @@ MAX_BASIS_CHARS = 2_000
 MAX_EVIDENCE = 16
 MAX_REF_CHARS = 500
 MAX_RECORD_BYTES = 64 * 1024
+_CONTROL = re.compile(f"[{CONTROLS}]")
 
 
 class RecordProblem(ValueError):
@@ -51,24 +58,27 @@ def payload(
     basis: str = "",
     evidence: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The record's signed fields, checked; raises RecordProblem naming the field."""
+    """The record's signed fields, checked; raises RecordProblem naming the field. Text
+    comes back with each CR LF made LF (a signing agent signs what this returns)."""
     if kind not in KINDS:
         raise RecordProblem("kind", f"kind must be one of {', '.join(KINDS)}")
-    _text("basis", basis, MAX_BASIS_CHARS, required=True)
+    basis = _text("basis", basis, MAX_BASIS_CHARS, required=True)
     if kind == "proposal":
-        _text("markdown", markdown, MAX_MARKDOWN_CHARS, required=True)
+        markdown = _text("markdown", markdown, MAX_MARKDOWN_CHARS, required=True)
     elif markdown is not None:
         raise RecordProblem("markdown", f"a {kind} has a basis, not markdown")
     if len(evidence) > MAX_EVIDENCE:
         raise RecordProblem("evidence", f"at most {MAX_EVIDENCE} evidence references")
-    for ref in evidence:
-        _text("evidence", ref, MAX_REF_CHARS, required=True)
+    refs = [_text("evidence", ref, MAX_REF_CHARS, required=True) for ref in evidence]
     out: dict[str, Any] = {"library": library, "doc": doc, "by": by, "basis": basis}
     for name, value in (("revision", revision), ("section", section), ("markdown", markdown)):
         if value is not None:
             out[name] = value
-    if evidence:
-        out["evidence"] = list(evidence)
+    if refs:
+        out["evidence"] = refs
+    for name in ("library", "doc", "by", "revision", "section"):
+        if name in out:
+            _text(name, out[name], MAX_RECORD_BYTES, required=False)
     size = len(dumps(out))
     if size > MAX_RECORD_BYTES:
         raise RecordProblem(
@@ -91,10 +101,20 @@ def sign(kind: str, fields: dict[str, Any], private: Any) -> str:
     return b64encode(private.sign(signing_input(TAGS[kind], fields)))
 
 
-def _text(field: str, value: Any, limit: int, *, required: bool) -> None:
+def _text(field: str, value: Any, limit: int, *, required: bool) -> str:
+    """`value` checked as the text of `field`, CR LF made LF. Any other control character
+    (C0 but tab and newline, DEL, C1; a lone CR too, which can also hide text on a
+    terminal) is refused: people read these records at a terminal (`handbook inbox`)."""
     if not isinstance(value, str) or (required and not value.strip()):
         raise RecordProblem(field, f"{field} must be non-empty text")
-    if len(value) > limit:
-        raise RecordProblem(field, f"{field} has {len(value):,} characters; at most {limit:,}")
-    if "\x00" in value:
-        raise RecordProblem(field, f"{field} holds a NUL character")
+    text: str = value.replace("\r\n", "\n")
+    if len(text) > limit:
+        raise RecordProblem(field, f"{field} has {len(text):,} characters; at most {limit:,}")
+    control = _CONTROL.search(text)
+    if control:
+        raise RecordProblem(
+            field,
+            f"{field} holds the control character U+{ord(control[0]):04X} at character "
+            f"{control.start():,}: only tab and newline are taken",
+        )
+    return text

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .terminal_text import for_terminal
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -205,7 +207,8 @@ def briefing(answer: dict[str, Any]) -> None:
             highlight=False,
         )
         if item.get("verify_first"):
-            out.print(f"  verify first: {item['verify_first']}", style="yellow", markup=False)
+            why = for_terminal(str(item["verify_first"]))  # may quote an agent's record
+            out.print(f"  verify first: {why}", style="yellow", markup=False)
         out.print(f"  {item.get('excerpt', '')}", highlight=False, markup=False)
     out.print(f"{answer['returned']} of {answer['count']} docs", style="dim", highlight=False)
     _hint(out, answer)
