@@ -12,7 +12,6 @@ of the bundle.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,9 +37,11 @@ from handbook.signing import PublicKey
 
 from . import rules
 from .config import Config
+from .errors import PublishError
 from .findings import Finding
 from .options import ReviewSettings
 from .parse import Doc
+from .safe_paths import write_file
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
 PEDIGREE_FIELDS = ("owners", "about", "retired", "superseded_by")
@@ -149,7 +150,7 @@ def read_records(config: Config) -> tuple[list[tuple[str, Record]], list[Finding
                 continue
             if path.is_symlink() or not path.is_file():
                 raise OSError("not a regular file")
-            record = from_dict(json.loads(path.read_bytes()))
+            record = from_dict(canonical.load_untrusted(path.read_bytes()))
         except (OSError, ValueError) as exc:  # RecordError and JSON errors are ValueErrors
             findings.append(invalid.at(shown, 1, problem=str(exc)))
             continue
@@ -260,16 +261,15 @@ def reviews_file(config: Config, records: Sequence[Record]) -> bytes:
     return canonical.dumps(data) + b"\n"
 
 
-def write_record(folder: Path, record: Record) -> Path:
-    """Keep `record` as `<folder>/<id>.json` (created if needed). Writing the same record
-    twice is one file: its name is its content's hash."""
-    folder.mkdir(parents=True, exist_ok=True)
+def write_record(folder: Path, record: Record, below: Path | None = None) -> Path:
+    """Keep `record` as `<folder>/<id>.json` (created if needed), through no link on the
+    way from `below` (default: the folder's parent; `safe_paths.write_file`). Writing the
+    same record twice is one file: its name is its content's hash."""
     path = folder / f"{record.id}.json"
-    if path.is_symlink():
-        raise OSError(f"{path} is a symbolic link; refusing to write through it")
     data = to_bytes(record)
-    if not path.exists() or path.read_bytes() != data:
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_bytes(data)
-        temporary.replace(path)
+    current = None if path.is_symlink() or not path.is_file() else path.read_bytes()
+    if current != data:
+        write_file(
+            path, data, folder.parent if below is None else below, PublishError, before=current
+        )
     return path

@@ -11,8 +11,9 @@ tool parameter and an agent cannot be prompted into changing it:
 - RPC: the framework's call details, passed to a handler as ``details`` (a mapping or an
   object with those three names, or with them in ``caller_authextra``, as WAMP gives).
 
-Each value is validated (`MAX_CHARS`, `ALLOWED`); a bad one refuses the request with
-``bad_actor`` instead of being logged or echoed. The transport sets `CURRENT_ACTOR` for
+Each value is validated (`MAX_CHARS`, `ALLOWED`); a bad one, or a header sent twice
+(which one was meant?), refuses the request with ``bad_actor`` instead of being logged
+or echoed. `ask`'s correlation id keeps to the same grammar (`id_problem`). The transport sets `CURRENT_ACTOR` for
 the call; `ask` echoes it beside its correlation id, the request log records it, and a
 `RemoteLibrary` forwards it to the server it asks.
 """
@@ -22,15 +23,22 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .answers import ActorInfo
 
 MAX_CHARS = 128
-ALLOWED = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]*\Z")
+ID_CHARS = "[A-Za-z0-9][A-Za-z0-9._:@/+=-]*"
+ALLOWED = re.compile(ID_CHARS + r"\Z")
 """An id, an e-mail-like name, a path-like scope: no spaces, quotes or control characters,
 so a value can be logged and echoed as it is."""
+ID_SCHEMA: Mapping[str, Any] = {
+    "type": "string",
+    "maxLength": MAX_CHARS,
+    "pattern": f"^{ID_CHARS}$",
+}
+"""The same grammar as JSON Schema, for a tool parameter that keeps to it."""
 FIELDS = ("actor", "tenant", "workspace")
 HEADERS = {name: f"x-handbook-{name}" for name in FIELDS}
 META_KEYS = {name: f"handbook/{name}" for name in FIELDS}
@@ -69,27 +77,45 @@ def actor_of(values: Mapping[str, Any], where: str) -> Actor | None:
         value = values.get(name)
         if value is None:
             continue
-        label = where.format(name=name)
-        if not isinstance(value, str):
-            raise ActorError(f"{label} must be a string, not {type(value).__name__}")
-        if len(value) > MAX_CHARS:
-            raise ActorError(f"{label} is {len(value)} characters; at most {MAX_CHARS}")
-        if not ALLOWED.match(value):
-            raise ActorError(
-                f"{label} may hold letters, digits and . _ : @ / + = - only, "
-                "starting with a letter or digit"
-            )
+        problem = id_problem(value, where.format(name=name))
+        if problem:
+            raise ActorError(problem)
         found[name] = value
     return Actor(**found) if found else None
 
 
-def from_headers(headers: Mapping[bytes, bytes]) -> Actor | None:
-    """The actor context of an HTTP request's headers (names in lower case, as ASGI)."""
-    values = {
-        name: headers[header.encode()].decode("latin-1")
-        for name, header in HEADERS.items()
-        if header.encode() in headers
-    }
+def id_problem(value: Any, label: str) -> str | None:
+    """Why `value` may not be logged and echoed as it is (a string of at most `MAX_CHARS`
+    characters of `ALLOWED`), naming it `label`; None when it may. The one grammar of
+    caller-chosen ids: the actor context here, `ask`'s correlation id."""
+    if not isinstance(value, str):
+        return f"{label} must be a string, not {type(value).__name__}"
+    if len(value) > MAX_CHARS:
+        return f"{label} is {len(value)} characters; at most {MAX_CHARS}"
+    if not ALLOWED.match(value):
+        return (
+            f"{label} may hold letters, digits and . _ : @ / + = - only, "
+            "starting with a letter or digit"
+        )
+    return None
+
+
+def from_headers(
+    headers: Mapping[bytes, bytes] | Iterable[tuple[bytes, bytes]],
+) -> Actor | None:
+    """The actor context of an HTTP request's headers: a mapping, or the ASGI list of
+    (name, value) pairs, where a header sent twice is refused (the first and the last
+    may each be what some proxy or app reads)."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    wanted = {header.encode(): name for name, header in HEADERS.items()}
+    values: dict[str, str] = {}
+    for key, value in pairs:
+        name = wanted.get(key.lower())
+        if name is None:
+            continue
+        if name in values:
+            raise ActorError(f"header X-Handbook-{name} is sent more than once; send it once")
+        values[name] = value.decode("latin-1")
     return actor_of(values, "header X-Handbook-{name}") if values else None
 
 

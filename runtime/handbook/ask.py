@@ -23,7 +23,7 @@ from typing import Any
 
 from lunr.stop_word_filter import WORDS as STOP_WORDS
 
-from .actor import CURRENT_ACTOR
+from .actor import CURRENT_ACTOR, id_problem
 from .answers import AskAnswer, SearchHit, Source
 from .bounds import json_len, refusal
 from .citing import AllowedSources
@@ -66,25 +66,31 @@ def ask(
     libraries: Sequence[Snapshot],
     question: Any,
     limit: Any = DEFAULT_ASK_SOURCES,
-    correlation_id: str | None = None,
+    correlation_id: Any = None,
     max_chars: int | None = None,
     retriever: Any = None,
     sources: AllowedSources | None = None,
 ) -> AskAnswer:
-    """See the module docstring. Only passages of `sources` are quoted (any when None)."""
+    """See the module docstring. Only passages of `sources` are quoted (any when None).
+    A `correlation_id` keeps to the actor values' grammar (`handbook.actor.id_problem`):
+    it is echoed and logged, so anything else is refused (`bad_arguments`)."""
     names = ", ".join(f"{snap.name} {snap.version}" for snap in libraries)
+    bad_id = None if correlation_id is None else id_problem(correlation_id, "correlation_id")
     base: AskAnswer = {
         "library": names or None,
         "version": libraries[0].version if len(libraries) == 1 else None,
-        "correlation_id": correlation_id or uuid.uuid4().hex,
+        # a refused id is never echoed: the answer (and its log line) gets a new one
+        "correlation_id": uuid.uuid4().hex if bad_id or correlation_id is None else correlation_id,
     }
     actor = CURRENT_ACTOR.get()
     if actor is not None:  # whom the question was asked for, as the transport said
         base["actor"] = actor.info()
+    refused: AskAnswer = {**base, "evidence_state": "insufficient", "sources": []}
+    if bad_id:
+        return {**refused, "answer": "", "error": refusal("bad_arguments", bad_id)}
     if not libraries:
         answer = "No verified library is loaded, so there is no evidence to answer from."
         return {**base, "answer": answer, "evidence_state": "unavailable", "sources": []}
-    refused: AskAnswer = {**base, "evidence_state": "insufficient", "sources": []}
     if not isinstance(question, str) or not question.strip():
         message = "question must be a non-empty string"
         error = refusal("bad_arguments", message)

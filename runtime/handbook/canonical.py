@@ -5,17 +5,22 @@ no number formatting to disagree about. Object keys are sorted by UTF-16 code un
 there is no whitespace, and strings are escaped as JCS prescribes (which is exactly what
 `json.dumps(..., ensure_ascii=False)` does for a single string).
 
-`loads` is the strict reader for signed bytes: size cap first, then UTF-8, then a
-parse that refuses duplicate keys, NaN, floats and lone surrogates, then a depth limit,
-and finally the bytes must equal the canonical encoding of what they parse to — so one
-payload has exactly one accepted byte string. `check_profile` adds the tighter profile
+`loads` is the strict reader for signed bytes: size cap first, then UTF-8, then a depth
+limit, then a parse that refuses duplicate keys, NaN, floats and lone surrogates, and
+finally the bytes must equal the canonical encoding of what they parse to — so one
+payload has exactly one accepted byte string. `load_untrusted` is the reader of any other
+JSON from outside (request bodies, record files): the same depth limit, then `json.loads`.
+The depth is found by a scan before parsing (`nesting`), so a few thousand brackets
+never reach the parser's recursion. `check_profile` adds the tighter profile
 of signed manifests: ASCII keys, integers in [0, 2^53-1], NFC strings.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
+from itertools import accumulate
 from typing import Any
 
 from .errors import FormatError
@@ -95,9 +100,11 @@ def loads(data: bytes, *, what: str, max_bytes: int, profile: bool = False) -> A
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{what}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if nesting(text) > MAX_DEPTH:
+        raise FormatError(f"{what}: nested deeper than {MAX_DEPTH} levels")
     try:
         value = json.loads(text, parse_float=_no_float, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise FormatError(f"{what}: not strict JSON: {exc}") from None
     try:
         if profile:
@@ -108,7 +115,6 @@ def loads(data: bytes, *, what: str, max_bytes: int, profile: bool = False) -> A
                 value, ensure_ascii=False, sort_keys=True, separators=(",", ":")
             ).encode("utf-8")
         else:
-            _check_depth(value, what)
             canonical = dumps(value)
     except CanonicalError as exc:
         raise FormatError(f"{what}: {exc}") from None
@@ -142,15 +148,37 @@ def _no_constant(text: str) -> Any:
     raise ValueError(f"{text} is not allowed")
 
 
-def _check_depth(value: Any, what: str) -> None:
-    """Containers nest at most MAX_DEPTH deep; scalars do not count as a level."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise FormatError(f"{what}: nested deeper than {MAX_DEPTH} levels")
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+class NestingError(ValueError):
+    """JSON nested deeper than the reader takes."""
+
+
+def load_untrusted(data: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads` for JSON from outside (a request body, a record file, a server's
+    answer): NestingError, a ValueError as json's own errors are, when its arrays and
+    objects nest deeper than `max_depth` — by default MAX_DEPTH, far more than any of
+    Handbook's formats needs; a tool's answer, which carries doc metadata, takes more."""
+    text = (
+        data.decode(json.detect_encoding(data), "surrogatepass")
+        if isinstance(data, bytes)
+        else data
+    )
+    if nesting(text) > max_depth:
+        raise NestingError(f"nested deeper than {max_depth} levels")
+    return json.loads(text)
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+"""A JSON string, or an unterminated one to the end: matched in one pass, never retried."""
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting(text: str) -> int:
+    """How deep the arrays and objects of JSON `text` nest (0 for a scalar), brackets in
+    strings not counted: a scan at the regular expressions' speed, with no recursion,
+    made before the parser recurses into the text."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
 def check_profile(value: Any, what: str, *, ascii_text: bool = False) -> None:

@@ -10,6 +10,9 @@
   a known token (401 otherwise); the principal's name is put in the request's state.
 - **For whom.** An actor context in the `X-Handbook-*` headers (`handbook.actor`) is
   validated (400 otherwise) and set, with the principal, for the request.
+- **Once.** `Host`, `Origin` and `Authorization` sent twice answer 400
+  (`duplicate_header`), the `X-Handbook-*` headers 400 (`bad_actor`): a component
+  that reads the first and one that reads the last must never judge different values.
 - **How often.** Each client address has a token bucket: `rate` requests a second on
   average, bursts up to `burst`; beyond, 429 with `Retry-After`.
 
@@ -22,7 +25,7 @@ import json
 import math
 import time
 import urllib.parse
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,6 +41,8 @@ DEFAULT_BURST = 200
 """…and in a burst."""
 MAX_TRACKED_CLIENTS = 10_000
 """Client buckets kept; the least recently seen are forgotten beyond this."""
+SINGLE_HEADERS = (b"host", b"origin", b"authorization")
+"""Headers a request may send once only: which of two credentials, or hosts, was meant?"""
 
 
 def host_names(bound: str, allowed: Iterable[str] = ()) -> frozenset[str]:
@@ -84,7 +89,13 @@ class Gate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers", []))
+        raw = scope.get("headers", [])
+        twice = _repeated(raw, SINGLE_HEADERS)
+        if twice is not None:
+            message = f"the {twice} header is sent more than once; send it once"
+            await _refuse(send, 400, "duplicate_header", message)
+            return
+        headers = dict(raw)
         host = headers.get(b"host", b"").decode("latin-1")
         if _name_of(host) not in self.hosts:
             message = "this server does not answer to that host name; add it with --allow-host"
@@ -102,7 +113,7 @@ class Gate:
             await _refuse(send, 429, "rate_limited", message, extra)
             return
         try:
-            actor = from_headers(headers)
+            actor = from_headers(raw)
         except ActorError as exc:
             await _refuse(send, 400, exc.code, str(exc))
             return
@@ -149,6 +160,12 @@ class Gate:
         while len(self._buckets) > MAX_TRACKED_CLIENTS:
             self._buckets.popitem(last=False)
         return wait
+
+
+def _repeated(headers: Iterable[tuple[bytes, bytes]], names: Iterable[bytes]) -> str | None:
+    """The first of `names` that `headers` (ASGI pairs) hold more than once, or None."""
+    seen = Counter(name.lower() for name, _ in headers)
+    return next((name.decode().title() for name in names if seen[name] > 1), None)
 
 
 async def _refuse(

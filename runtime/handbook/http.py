@@ -37,8 +37,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from .audiences import AudienceRouter
 from .bundle import Bundle
+from .canonical import NestingError, load_untrusted
 from .dispatch import call, failure, from_text
 from .errors import BundleError, HandbookError, SkillsError
 from .gate import Gate, host_names
@@ -131,8 +131,9 @@ def create_app(
             return _json(failure("bundle_unavailable", str(exc)), 503)
 
     async def skills_file(request: Request) -> Response:
-        try:
-            found = published.file(served.bundles(), request.path_params["path"])
+        try:  # in a thread: making an audience's skills and their index reads every doc
+            bundles, path = served.bundles(), request.path_params["path"]
+            found = await anyio.to_thread.run_sync(published.file, bundles, path)
         except SkillsError as exc:
             return _json(failure("skills_unavailable", str(exc)), 500)
         except BundleError as exc:
@@ -194,7 +195,7 @@ def create_app(
         protected=protected,
         rate=rate,
         burst=burst,
-        admits=served.admits if isinstance(served, AudienceRouter) else None,
+        admits=getattr(served, "admits", None),  # an AudienceRouter's, or a Writable's over one
     )
 
 
@@ -289,8 +290,10 @@ async def _body(request: Request) -> dict[str, Any] | Response:
             return _json(
                 failure("too_long", f"the body is limited to {MAX_BODY_BYTES:,} bytes"), 413
             )
-    try:
-        arguments = json.loads(data or b"{}")
+    try:  # bounded: a few thousand nested brackets would exhaust the parser's recursion
+        arguments = load_untrusted(data or b"{}")
+    except NestingError as exc:
+        return _json(failure("bad_arguments", f"the body is {exc}"), 400)
     except ValueError:
         return _json(failure("bad_arguments", "the body must be a JSON object of arguments"), 400)
     if not isinstance(arguments, dict):

@@ -22,6 +22,10 @@ Each line says who asked what and what they got, without what they wrote::
   transport carried an actor context (`handbook.actor`); null otherwise. `ask` answers
   add their `correlation_id`.
 
+Every control, format (bidi: U+202E and its kind), line-separator or lone-surrogate
+character is written as its ``\\u`` escape: a line read in a terminal shows what was
+sent, and cannot reorder, hide or forge what is around it.
+
 Logging never changes an answer: the line is written after the call, and a log that
 cannot be written is reported once on stderr and otherwise left alone.
 """
@@ -32,10 +36,12 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -144,7 +150,7 @@ class RequestLog:
         return line
 
     def write(self, line: Mapping[str, Any]) -> None:
-        text = json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+        text = escaped(json.dumps(line, ensure_ascii=False, separators=(",", ":"))) + "\n"
         with self._lock:
             try:
                 self.stream.write(text)
@@ -158,7 +164,8 @@ class RequestLog:
         text = "\n".join(map(str, value)) if isinstance(value, list) else str(value)
         if self.queries:
             return {"chars": len(text), "text": value}
-        digest = hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
+        data = text.encode("utf-8", "surrogatepass")  # JSON may carry a lone surrogate
+        digest = hmac.new(self._key, data, hashlib.sha256).hexdigest()
         return {"chars": len(text), "hmac": digest}
 
 
@@ -198,8 +205,30 @@ def outcome(answer: Mapping[str, Any]) -> str:
     return "not_found" if answer.get("found") is False else "ok"
 
 
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
+_UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Controls, format characters (the bidi controls among them), lone surrogates, line and
+paragraph separators: what a terminal or an editor acts on instead of showing."""
+
+
+def escaped(text: str) -> str:
+    """A JSON `text` with each `_UNSAFE` character as its ``\\u`` escape (two, past the
+    BMP). Still the same JSON: such characters can only stand inside its strings, where
+    the escape means the character."""
+    return _NOT_PRINTABLE_ASCII.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if unicodedata.category(char) in _UNSAFE:
+        return json.dumps(char)[1:-1]  # ASCII-only: \u escapes
+    return char
+
+
 def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode())
+    """Bytes of `value`'s JSON in UTF-8 (a lone surrogate, which JSON may carry, as 3)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _key(name: Any) -> str:

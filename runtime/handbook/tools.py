@@ -21,6 +21,7 @@ from typing import Any
 
 from . import answers
 from . import schemas as out
+from .actor import ID_SCHEMA
 from .catalog import Catalog
 from .tool_model import (
     Param,
@@ -235,8 +236,10 @@ READ_TOOLS: tuple[Tool, ...] = (
             _limit(3, maximum=10),
             Param(
                 "correlation_id",
-                {"type": "string", "maxLength": 200},
-                "An id to trace this question by (returned in the answer); null for a new one.",
+                ID_SCHEMA,
+                "An id to trace this question by (returned in the answer and logged): up to "
+                "128 letters, digits and . _ : @ / + = -, starting with a letter or digit; "
+                "null for a new one.",
             ),
             RETRIEVER,
         ),
