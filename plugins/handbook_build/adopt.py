@@ -21,7 +21,6 @@ path order and serves the others under a suffixed id, with a warning.
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 import re
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from handbook.canonical import load_untrusted
 from handbook.skill_md import JSON_FIELDS_KEY, PREFIX
 
 from . import rules
@@ -98,9 +98,11 @@ def exported_fields(meta: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(own, dict) or not isinstance(own.get(PREFIX + "id"), str):
         return dict(meta)
     try:
-        as_json = set(json.loads(str(own.get(JSON_FIELDS_KEY, "[]"))))
+        as_json = set(load_untrusted(str(own.get(JSON_FIELDS_KEY, "[]"))))
         kept = {
-            key.removeprefix(PREFIX): json.loads(v) if key.removeprefix(PREFIX) in as_json else v
+            key.removeprefix(PREFIX): load_untrusted(v)
+            if key.removeprefix(PREFIX) in as_json
+            else v
             for key, v in own.items()
             if key.startswith(PREFIX) and key != JSON_FIELDS_KEY
         }

@@ -13,9 +13,10 @@ actor context of the call (`handbook.actor`) goes with it, as the server's heade
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .actor import CURRENT_ACTOR, headers_of
 from .answers import (
@@ -29,11 +30,18 @@ from .answers import (
     StatusAnswer,
 )
 from .bundle import Bundle
+from .canonical import load_untrusted
 from .tool_model import ToolContext
 from .tools import BY_NAME
 
+if TYPE_CHECKING:
+    import urllib.request
+
 DEFAULT_TIMEOUT = 10.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+ANSWER_DEPTH = 64
+"""How deep a server's answer may nest: doc metadata nests up to 32 levels inside it; a
+deeper answer is refused before it is parsed (json would recurse on it)."""
 
 
 class RemoteLibrary:
@@ -49,13 +57,13 @@ class RemoteLibrary:
     ) -> None:
         """`url` is https, or plain http on loopback (elsewhere only with `allow_http`:
         the token and every question would cross the network in the clear)."""
-        from .web import opener, url_problem  # urllib and http.client: not at `import handbook`
+        from .web import url_problem  # urllib and http.client: not at `import handbook`
 
         problem = url_problem(url, allow_http)
         if problem is not None:
             raise ValueError(f"{url!r}: {problem}")
         self.url, self.token, self.timeout = url.rstrip("/"), token, timeout
-        self._opener = opener(allow_http)
+        self._allow_http = allow_http
         self._context: ToolContext | None = None
 
     def tool_context(self) -> ToolContext:
@@ -245,7 +253,7 @@ class RemoteLibrary:
         )
         try:
             try:
-                with self._opener.open(request, timeout=self.timeout) as response:
+                with self._opener().open(request, timeout=self.timeout) as response:
                     raw = response.read(MAX_ANSWER_BYTES + 1)
             except urllib.error.HTTPError as exc:  # 400 and 404 carry the handler's dict too
                 with exc:
@@ -256,12 +264,19 @@ class RemoteLibrary:
                     )
             if len(raw) > MAX_ANSWER_BYTES:
                 return _unavailable("the answer was larger than any API answer can be")
-            answer = json.loads(raw)
+            answer = load_untrusted(raw, ANSWER_DEPTH)
         except (OSError, ValueError) as exc:  # refused, reset, timed out, not JSON
             return _unavailable(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
         if not isinstance(answer, dict):
             return _unavailable("the server's answer is not the API's JSON object")
         return answer
+
+    def _opener(self) -> urllib.request.OpenerDirector:
+        """An opener for one request, whose whole exchange (connect, headers, body) ends
+        within the client's timeout: a server that drips its answer cannot hold a caller."""
+        from .web import opener
+
+        return opener(self._allow_http, deadline=time.monotonic() + self.timeout)
 
 
 def _unavailable(message: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict, TypeVar, cast
 
-from .actor import Actor, ActorError, acting, actor_of
+from .actor import Actor, ActorError, acting, actor_of, id_problem
 from .answers import ActorInfo, Source, StatusAnswer
 from .served import Served
 
@@ -151,7 +151,9 @@ class HandbookProvider:
         """A grounded answer quoting the served docs, `insufficient` when they do not
         answer, `unavailable` when nothing can be asked; never generated text, never an
         exception. `actor` is checked as a transport checks it (`bad_actor` otherwise)."""
-        correlation = correlation_id or uuid.uuid4().hex
+        correlation = uuid.uuid4().hex if correlation_id is None else correlation_id
+        if (problem := id_problem(correlation, "correlation_id")) is not None:
+            return self._unavailable(uuid.uuid4().hex, "bad_arguments", problem)  # never echoed
         if not isinstance(actor, Actor):
             return self._unavailable(correlation, ActorError.code, "actor must be an Actor")
         try:

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
+from .canonical import load_untrusted
 from .manifest import utc_seconds
 
 FORMAT = "handbook/publish-report/v1"
@@ -106,7 +107,7 @@ def read_report(path: str | os.PathLike[str]) -> PublishReport:
     if len(data) > MAX_REPORT_BYTES:
         raise ReportError(f"{os.fspath(path)}: larger than {MAX_REPORT_BYTES} bytes")
     try:
-        parsed = json.loads(data.decode("utf-8"))
+        parsed = load_untrusted(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ReportError(f"{os.fspath(path)}: not UTF-8 JSON ({exc})") from None
     try:
