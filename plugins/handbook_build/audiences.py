@@ -76,6 +76,32 @@ def visible(docs: Iterable[Any], audience: str, settings: AudienceSettings) -> l
     return [doc for doc in docs if audience_of(doc.meta, settings) in allowed]
 
 
+def used_vocabularies(
+    vocab: Mapping[str, Sequence[str]], docs: Iterable[Any]
+) -> dict[str, tuple[str, ...]]:
+    """Each vocabulary cut to the values `docs` use (by each doc's `meta`), in its declared
+    order; one none of them uses is left out. An audience's bundle is built from its docs
+    only, and so is its vocabulary: a kind (or any declared value) that only a narrower
+    audience's docs have would otherwise be named in the wider one's catalog, tools and
+    served schemas."""
+    used: dict[str, set[str]] = {name: set() for name in vocab}
+    for doc in docs:
+        for name, seen in used.items():
+            value = doc.meta.get(name)
+            seen.update(
+                v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)
+            )
+    cut = {name: tuple(v for v in allowed if v in used[name]) for name, allowed in vocab.items()}
+    return {name: values for name, values in cut.items() if values}
+
+
+def used_fields(names: Sequence[str], docs: Iterable[Any]) -> tuple[str, ...]:
+    """The field `names` some doc of `docs` has: an audience's bundle names no field only
+    another audience's docs have (the list fields default to the vocabularies' fields)."""
+    held = {name for doc in docs for name in doc.meta}
+    return tuple(name for name in names if name in held)
+
+
 def check(docs: Sequence[Doc], settings: AudienceSettings | None) -> Iterator[Finding]:
     """An undeclared audience (HB901), and a link to a doc some readers of the linking
     doc may not read (HB902)."""

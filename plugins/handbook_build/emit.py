@@ -36,10 +36,12 @@ from handbook.layout import (
 from handbook.records import Record
 from handbook.tools import context_of, definitions
 
+from .audiences import used_fields, used_vocabularies
 from .config import Config
 from .field_names import catalog_meta, filter_name, is_filter_value
 from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
+from .options import VERIFIED_STATES
 from .pages import page_url
 from .parse import Doc
 from .reviews import reviews_file
@@ -301,12 +303,29 @@ def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
         built_at=built_at,
         title=config.site_name,
         description=config.site_description,
-        vocab={name: list(allowed) for name, allowed in sorted(config.vocabularies.items())},
+        vocab={
+            name: list(allowed) for name, allowed in sorted(_vocabularies(docs, config).items())
+        },
         filters=filters,
-        list_fields=config.summary_fields,
+        list_fields=_list_fields(docs, config),
         required=config.required_fields,
         default_lang=config.default_lang,
     )
+
+
+def _vocabularies(docs: Sequence[Doc], config: Config) -> dict[str, tuple[str, ...]]:
+    """The declared vocabularies, a library's contract (`handbook diff` compares them);
+    in one audience's bundle, only the values its docs use (`used_vocabularies`), as its
+    filters are. `verified`'s states are the format's, not the author's: always all."""
+    if config.audiences is None:
+        return config.vocabularies
+    return {**used_vocabularies(config.vocab, docs), "verified": VERIFIED_STATES}
+
+
+def _list_fields(docs: Sequence[Doc], config: Config) -> tuple[str, ...]:
+    """The fields list results show; in one audience's bundle, those its docs have."""
+    fields = config.summary_fields
+    return fields if config.audiences is None else used_fields(fields, docs)
 
 
 # -- search entries -------------------------------------------------------------------------

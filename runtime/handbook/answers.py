@@ -325,7 +325,6 @@ class StatusAnswer(Answer, total=False):
     signature: str
     signed_by: list[str]
     loaded_at: str
-    path: str
     last_reload_error: str | None
     languages: dict[str, dict[str, int]]
     integrity_error: str

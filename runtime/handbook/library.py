@@ -50,7 +50,7 @@ from .reading import get_doc, get_resource
 from .searching import DEFAULT_SEARCH_LIMIT, search_passages
 from .signing import PublicKey
 from .snapshot import Snapshot
-from .statistics import publish_status, statistics_rows, weakest
+from .statistics import publish_status, statistics_rows, unlocated, weakest
 from .tool_model import ToolContext
 from .trust import TrustPolicy
 
@@ -320,8 +320,8 @@ class Library(SnapshotTools):
             "signature": snap.bundle.signature_state,
             "signed_by": list(snap.bundle.signed_by),
             "loaded_at": snap.loaded_at,
-            "path": self._path,
-            "last_reload_error": self.last_reload_error,
+            "last_reload_error": self.last_reload_error
+            and unlocated(self.last_reload_error, [self._path], signed.identity),
             "languages": languages,
             "audience": signed.audience,
             "statistics": rows,
@@ -331,7 +331,9 @@ class Library(SnapshotTools):
             ),
         }
         if snap.bundle.integrity_error:
-            out["integrity_error"] = snap.bundle.integrity_error
+            out["integrity_error"] = unlocated(
+                snap.bundle.integrity_error, [self._path], signed.identity
+            )
         if self.sources is not None:
             out["sources"] = self.sources.describe()
         return out

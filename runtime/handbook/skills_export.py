@@ -30,8 +30,10 @@ import io
 import json
 import re
 import tarfile
+import threading
 from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .bundle import Bundle
@@ -220,30 +222,30 @@ text is served as text/plain, anything else as application/octet-stream (an atta
 
 
 class Published:
-    """The skills of what a server serves, under ``/.well-known/agent-skills/``: made from
-    the verified bundles in memory when first asked, and again once a bundle is swapped."""
+    """The skills of what a server serves, under ``/.well-known/agent-skills/``, made from
+    the verified bundles in memory. Each served set of bundles (one per audience) has its
+    skills and index made once, kept by the bundles' signed identities, and made again
+    only once a reload swaps one of its bundles: requests of audiences in turn share
+    them instead of each remaking the other's. Making them reads every doc, so `file`
+    is called off the event loop (`handbook.http`); the lock keeps two threads from
+    making the same thing twice."""
 
     def __init__(self) -> None:
-        self._bundles: tuple[tuple[str, Bundle], ...] = ()
-        self._skills: dict[str, Skill] = {}
-        self._index: bytes | None = None
+        self._lock = threading.Lock()
+        self._made: dict[tuple[tuple[str, str], ...], _Made] = {}
 
     def file(self, bundles: Mapping[str, Bundle], path: str) -> tuple[bytes, str] | None:
         """(bytes, media type) of `path` below ``/.well-known/agent-skills/``, or None.
         Raises `SkillsError` when the docs cannot be skills, `BundleError` when a file
         changed on disk since its bundle was opened."""
-        if tuple(bundles.items()) != self._bundles:  # bundles compare by identity
-            self._skills, self._index = skills(bundles), None
-            self._bundles = tuple(bundles.items())
+        made = self._of(bundles)
         if path == INDEX:
-            if self._index is None:
-                self._index = index([_served_entry(s) for s in self._skills.values()])
-            return self._index, "application/json"
+            return self._index(made), "application/json"
         name, _, rest = path.partition("/")
-        archived = self._skills.get(name.removesuffix(".tar.gz"))
+        archived = made.skills.get(name.removesuffix(".tar.gz"))
         if not rest and name.endswith(".tar.gz") and archived and archived.doc.resources:
             return archived.artifact(archived.files()).data, "application/gzip"
-        skill = self._skills.get(name)
+        skill = made.skills.get(name)
         if skill is None:
             return None
         if rest == SKILL_FILE:
@@ -255,6 +257,43 @@ class Published:
         if kind not in INERT_TYPES:
             kind = "text/plain" if kind.startswith("text/") else "application/octet-stream"
         return skill.bundle.read(resource.file, keep=False), kind
+
+    def _of(self, bundles: Mapping[str, Bundle]) -> _Made:
+        """The skills of `bundles`: those made before, unless a bundle was swapped since
+        (bundles compare by identity). One entry per served set, so as many as audiences;
+        docs that cannot be skills are refused again without being looked at again."""
+        served = tuple(bundles.items())
+        key = tuple((name, bundle.manifest.signed.identity) for name, bundle in served)
+        with self._lock:
+            made = self._made.get(key)
+            if made is None or made.bundles != served:
+                try:
+                    made = _Made(served, skills(bundles))
+                except SkillsError as exc:
+                    made = _Made(served, {}, problem=exc)
+                self._made[key] = made
+        if made.problem is not None:
+            raise made.problem
+        return made
+
+    def _index(self, made: _Made) -> bytes:
+        """The discovery index, made at its first request (it reads every skill's files)."""
+        with made.lock:
+            if made.index is None:
+                made.index = index([_served_entry(s) for s in made.skills.values()])
+            return made.index
+
+
+@dataclass
+class _Made:
+    """What was made of one served set of bundles."""
+
+    bundles: tuple[tuple[str, Bundle], ...]
+    skills: dict[str, Skill]
+    problem: SkillsError | None = None
+    """Why these docs cannot be skills (raised at every request, made once)."""
+    index: bytes | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _served_entry(skill: Skill) -> dict[str, str]:

@@ -31,6 +31,8 @@ from .snapshot import Snapshot
 VERIFIED, REPORTED, NOT_REPORTED = "verified", "reported", "not_reported"
 NOT_VERIFIED_YET = "not_verified_yet"
 _STRENGTH = {NOT_REPORTED: 0, REPORTED: 1, VERIFIED: 2}
+REPORT = "publish report"
+"""How status names the publish report (`--publish-report`): by what it is, not where."""
 
 
 def statistics_rows(snap: Snapshot) -> list[StatisticsRow]:
@@ -67,6 +69,17 @@ def _row_state(indexed: int | None, source: int | None) -> str:
     return NOT_REPORTED if source is None else REPORTED
 
 
+def unlocated(message: str, locations: Iterable[str | os.PathLike[str]], label: str) -> str:
+    """`message` with each of `locations` (a bundle's folder, the publish report: as
+    given and as resolved) written as `label`. Status answers every principal, who is told
+    what is served, never where it lies on the server's disk."""
+    found = {os.fspath(place) for place in locations}
+    found |= {os.path.realpath(place) for place in found if "://" not in place}
+    for place in sorted(found, key=len, reverse=True):  # a longer form before its prefix
+        message = message.replace(place, label)
+    return message
+
+
 def weakest(states: Iterable[str]) -> str:
     """The least established of `states` (`not_reported` when there are none)."""
     return min(states, key=_STRENGTH.__getitem__, default=NOT_REPORTED)
@@ -82,12 +95,12 @@ def publish_status(
     try:
         report = read_report(path)
     except ReportError as exc:
-        return {"statistics_state": NOT_REPORTED, "error": str(exc)}
+        return {"statistics_state": NOT_REPORTED, "error": unlocated(str(exc), [path], REPORT)}
     if not applies(report, library, audience):
         named = f"{report['library']}@{report['audience']}" if "audience" in report else ""
         return {
             "statistics_state": NOT_REPORTED,
-            "error": f"{os.fspath(path)}: the report is about {named or report['library']}",
+            "error": f"{REPORT}: the report is about {named or report['library']}",
         }
     return {
         "statistics_state": REPORTED,
