@@ -21,6 +21,7 @@ from typing import Any
 
 from handbook.errors import KeyFormatError
 from handbook.manifest import utc_seconds
+from handbook.semver import parse as parse_version
 from handbook.signing import PublicKey
 
 from . import rules
@@ -29,11 +30,6 @@ from .findings import LEVELS, Finding, Level, Severity
 from .personal_data import Allowed, normalised
 from .snippets import load as load_validator
 
-SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 EXPIRES = re.compile(
@@ -167,7 +163,13 @@ def _check_library(value: Any, key: str, errors: Problems) -> str:
 
 
 def _check_version(value: Any, key: str, errors: Problems) -> str:
-    if not isinstance(value, str) or not SEMVER.fullmatch(value):
+    """The rule the remote reader applies too (`handbook.semver`): what passes here,
+    readers can order."""
+    try:
+        if not isinstance(value, str):
+            raise ValueError("not a string")
+        parse_version(value)
+    except ValueError:
         errors.add(key, f"{value!r} is not a semantic version like 1.2.0 (quote it in YAML)")
     return str(value)
 

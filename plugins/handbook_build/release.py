@@ -19,12 +19,13 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.errors import KeyFormatError
+from handbook.semver import Version
+from handbook.semver import parse as parse_version
 
 from . import pipeline
 from .config import Config, load_config
 from .errors import BuildError, ReleaseError
 from .keys import signing_key
-from .options import SEMVER
 from .pack import pack
 from .safe_paths import refuse_links
 
@@ -39,27 +40,23 @@ class Release:
 
 
 def next_version(current: str, part: str) -> str:
-    """`current` bumped by `part` (major, minor or patch); pre-release parts dropped."""
-    match = SEMVER.fullmatch(current)
-    if not match:
-        raise ReleaseError(f"the current version {current!r} is not a semantic version")
-    major, minor, patch = (int(g) for g in match.groups()[:3])
+    """`current` bumped by `part` (major, minor or patch); a pre-release of the current
+    version bumps to its release."""
+    version = _version(current, "the current version ")
+    major, minor, patch = version.major, version.minor, version.patch
     if part == "major":
         return f"{major + 1}.0.0"
     if part == "minor":
         return f"{major}.{minor + 1}.0"
-    return f"{major}.{minor}.{patch + 1}" if not match.group(4) else f"{major}.{minor}.{patch}"
+    return f"{major}.{minor}.{patch + 1}" if not version.prerelease else f"{major}.{minor}.{patch}"
 
 
-def version_key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
-    """Semantic-version precedence: a pre-release sorts before its release."""
-    match = SEMVER.fullmatch(version)
-    if not match:
-        raise ReleaseError(f"{version!r} is not a semantic version like 1.2.0")
-    major, minor, patch = (int(g) for g in match.groups()[:3])
-    pre = match.group(4)
-    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
-    return major, minor, patch, 0 if pre else 1, parts
+def _version(text: str, what: str = "") -> Version:
+    """`text` parsed by the rule the readers apply (`handbook.semver`)."""
+    try:
+        return parse_version(text)
+    except ValueError as exc:
+        raise ReleaseError(f"{what}{exc}") from None
 
 
 def release(
@@ -93,10 +90,10 @@ def release(
             f"the working tree has uncommitted changes:\n{dirty}\ncommit or stash them first"
         )
     new = version or next_version(config.version, part or "patch")
-    if not SEMVER.fullmatch(new):
-        raise ReleaseError(f"{new!r} is not a semantic version like 1.2.0")
-    if version_key(new) <= version_key(config.version):
-        raise ReleaseError(f"{new} does not come after the current version {config.version}")
+    wanted, current = _version(new), _version(config.version, "the current version ")
+    if wanted <= current:
+        note = " (build metadata makes no new version)" if wanted == current else ""
+        raise ReleaseError(f"{new} does not come after the current version {config.version}{note}")
     tag = f"v{new}"
     if _git(repo, "tag", "--list", tag).strip():
         raise ReleaseError(f"tag {tag} already exists; choose another version")

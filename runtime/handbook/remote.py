@@ -5,17 +5,21 @@ limit + 1 byte), verify its signature, then refuse, before any other download:
 
 - a bundle signed for another library than expected (``LibraryMismatchError``);
 - an expired manifest (``ExpiredError``), so a stale mirror cannot freeze readers;
+- a version that is not a semantic version as the build writes them (``FormatError``:
+  `1.0`, `1.x.0`, leading zeros, empty identifiers; `handbook.semver`);
 - a version lower than the highest already accepted for this library and these trusted
   keys, or the same version with different bytes (``RollbackError``), unless rollback
-  is allowed. The mark lives in a state file outside any bundle folder, survives
+  is allowed. Versions are ordered by SemVer precedence, so `1.0.0+b2` is the same
+  version as `1.0.0`. The mark lives in a state file outside any bundle folder, survives
   restarts, and is kept per set of trusted keys: trusting other keys starts afresh.
 
 Files then come from `RemoteFiles`: each is downloaded when first needed, never reading
-more than its listed size + 1 byte and within a deadline (a stalled or slow server is
-cut off, ``DownloadError``; a server or CDN may send it gzip-compressed, inflated here
-within the same bound), checked against the manifest's size and sha256 before
-use, and kept in a cache of files named by their sha256 (a file already there is
-re-hashed, not re-downloaded). A file is asked for at its immutable address first,
+more than its listed size + 1 byte and within a deadline that bounds the whole exchange,
+status line and headers included (a stalled, slow or dripping server is cut off,
+``DownloadError``, and the file's lock is free again; `handbook.web`); a server or CDN
+may send it gzip-compressed, inflated here within the same bound. It is checked against
+the manifest's size and sha256 before use, and kept in a cache of files named by their
+sha256 (a file already there is re-hashed, not re-downloaded). A file is asked for at its immutable address first,
 ``objects/<sha256>`` beside the manifest, and at its plain path when the host does
 not publish objects. Under a plain layout a publisher may replace the bundle while a
 reader is in it: a file that then fails its hash, while the server now announces
@@ -31,8 +35,9 @@ become the new high-water mark.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
+import http.client
 import os
 import shutil
 import stat
@@ -44,9 +49,9 @@ import urllib.parse
 import urllib.request
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from . import __version__
 from .bundle import Bundle, check_expiry, open_bundle
@@ -54,14 +59,16 @@ from .errors import (
     BundleChangedError,
     BundleError,
     DownloadError,
+    FormatError,
     HashMismatchError,
     MissingFileError,
-    RollbackError,
 )
 from .gzip_transfer import gzip_bound
+from .highwater import HighWater
 from .layout import MANIFEST, OBJECTS_DIR
-from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_time
-from .signing import PublicKey
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest
+from .semver import Version
+from .semver import parse as parse_version
 from .trust import TrustPolicy
 from .web import opener, url_problem
 
@@ -109,7 +116,7 @@ def fetch(
     folder to open. Raises a `BundleError` subclass naming the cause."""
     remote = _Opened(url, trust, cache_dir, timeout)
     signed = remote.manifest.signed
-    files = remote.files(time.monotonic() + timeout)
+    files = remote.files(_Deadline.after(timeout))
     for name in sorted(signed.files):
         files.read_verified(remote.manifest, name)
     folder = remote.cache / "bundles" / remote.digest
@@ -158,22 +165,20 @@ class _Opened:
         problem = url_problem(self.base, trust.allow_http)
         if problem is not None:
             raise DownloadError(f"{url}: {problem}")
-        self.fetcher = opener(trust.allow_http, trust.redirect_hosts)
         self.cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.marks = HighWater(trust.state_dir or default_state_dir())
-        deadline = time.monotonic() + timeout
-        self.raw = _download(
-            self.fetcher, self.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST
-        )
+        deadline = _Deadline.after(timeout)
+        self.raw = _download(trust, self.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST)
         self.manifest = Manifest.from_bytes(self.raw)
         self.signed_by = trust.check(self.manifest, url)
         check_expiry(self.manifest)
         self.digest = hashlib.sha256(self.raw).hexdigest()
         signed = self.manifest.signed
+        self.version = _signed_version(signed.version, url)
         if self.signed_by and not trust.allow_rollback:
-            self.marks.check(signed.identity, trust.keys, signed.version, self.digest)
+            self.marks.check(signed.identity, trust.keys, self.version, self.digest)
 
-    def files(self, deadline: float | None) -> RemoteFiles:
+    def files(self, deadline: _Deadline | None) -> RemoteFiles:
         objects = self.cache / "objects"
         objects.mkdir(parents=True, exist_ok=True)
         return RemoteFiles(self, objects, deadline)
@@ -181,9 +186,7 @@ class _Opened:
     def accept(self) -> None:
         if self.signed_by:
             signed = self.manifest.signed
-            self.marks.accept(
-                signed.identity, self.trust.keys, signed.version, self.digest, self.url
-            )
+            self.marks.accept(signed.identity, self.trust.keys, self.version, self.digest, self.url)
 
 
 class RemoteFiles:
@@ -192,7 +195,7 @@ class RemoteFiles:
     handed out from there next time (re-hashed). Safe to share between threads: two
     calls wanting one file download it once."""
 
-    def __init__(self, remote: _Opened, objects: Path, deadline: float | None) -> None:
+    def __init__(self, remote: _Opened, objects: Path, deadline: _Deadline | None) -> None:
         self._remote, self.objects, self._deadline = remote, objects, deadline
         self._published: bool | None = None
         """Whether the host publishes `objects/<sha256>` (None until first asked)."""
@@ -218,11 +221,11 @@ class RemoteFiles:
 
     def _download(self, name: str, entry: FileEntry) -> bytes:
         remote = self._remote
-        deadline = self._deadline or time.monotonic() + remote.timeout
+        deadline = self._deadline or _Deadline.after(remote.timeout)
         if self._published is not False:
             try:
                 url = remote.base + f"{OBJECTS_DIR}/{entry.sha256}"
-                data = _download(remote.fetcher, url, entry.bytes, deadline, name)
+                data = _download(remote.trust, url, entry.bytes, deadline, name)
             except _NotFound:
                 self._published = False  # a plain layout: files at their paths
             else:
@@ -231,7 +234,7 @@ class RemoteFiles:
                 return data
         url = remote.base + urllib.parse.quote(name)
         try:
-            data = _download(remote.fetcher, url, entry.bytes, deadline, name)
+            data = _download(remote.trust, url, entry.bytes, deadline, name)
             _check(name, data, entry)
         except (HashMismatchError, _NotFound, _TooLarge) as exc:
             raise self._changed(exc) from None
@@ -243,9 +246,9 @@ class RemoteFiles:
         one, else the file itself is wrong."""
         remote = self._remote
         try:
-            deadline = time.monotonic() + min(remote.timeout, STALL_SECONDS)
+            deadline = _Deadline.after(min(remote.timeout, STALL_SECONDS))
             now = _download(
-                remote.fetcher, remote.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST
+                remote.trust, remote.base + MANIFEST, MAX_MANIFEST_BYTES, deadline, MANIFEST
             )
         except DownloadError:
             return exc
@@ -258,123 +261,41 @@ class RemoteFiles:
         )
 
 
-class HighWater:
-    """The highest version accepted per (library, set of trusted keys), with the hash
-    of its manifest, in `state_dir/highwater.json` (written atomically)."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / "highwater.json"
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise RollbackError(
-                f"{self.path}: the version high-water file is unreadable ({exc}); "
-                "repair or remove it deliberately, knowing that removing it allows rollbacks"
-            ) from None
-        return data if isinstance(data, dict) else {}
-
-    @staticmethod
-    def _key(library: str, keys: Sequence[PublicKey]) -> str:
-        keyset = ",".join(sorted(k.keyid for k in keys)) or "unsigned"
-        return f"{library}|{hashlib.sha256(keyset.encode()).hexdigest()[:32]}"
-
-    def check(self, library: str, keys: Sequence[PublicKey], version: str, digest: str) -> None:
-        mark = self._load().get(self._key(library, keys))
-        if not mark:
-            return
-        if _version_key(version) < _version_key(mark["version"]):
-            raise RollbackError(
-                f"{library} {version} is older than {mark['version']}, already accepted with these keys; "
-                "refused as a rollback (allow_rollback to accept it on purpose)"
-            )
-        if version == mark["version"] and digest != mark["manifest_sha256"]:
-            raise RollbackError(
-                f"{library} {version} was already accepted with other contents; "
-                "one version must always be the same bundle"
-            )
-
-    def accept(
-        self, library: str, keys: Sequence[PublicKey], version: str, digest: str, source: str
-    ) -> None:
-        data = self._load()
-        key = self._key(library, keys)
-        mark = data.get(key)
-        if mark and _version_key(version) < _version_key(mark["version"]):
-            return  # an allowed rollback does not lower the mark
-        data[key] = {
-            "version": version,
-            "manifest_sha256": digest,
-            "source": source,
-            "accepted_at": utc_time(time.time()),
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+def _signed_version(text: str, url: str) -> Version:
+    """The manifest's version, which must be one the build could have written: a
+    version the update check cannot order is refused, not guessed at."""
+    try:
+        return parse_version(text)
+    except ValueError as exc:
+        raise FormatError(f"{url}: {MANIFEST}: signed.version {exc}") from None
 
 
-def _version_key(version: str) -> tuple[Any, ...]:
-    """Semantic-version precedence (a pre-release before its release)."""
-    core, _, pre = version.partition("+")[0].partition("-")
-    numbers = tuple(int(p) if p.isdigit() else 0 for p in core.split("."))
-    extra = (
-        tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
-    )
-    return (*numbers, 0 if pre else 1, extra)
+class _Deadline(NamedTuple):
+    """When a download must be done by (`time.monotonic()`), and the timeout it was
+    set from, which the messages name."""
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> _Deadline:
+        return cls(time.monotonic() + seconds, seconds)
 
 
-def _download(
-    fetcher: urllib.request.OpenerDirector, url: str, limit: int, deadline: float, name: str
-) -> bytes:
-    """At most `limit` bytes of `url`: one byte more and the transfer is abandoned, as is
-    one that is not finished by `deadline` or stalls."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+def _download(trust: TrustPolicy, url: str, limit: int, deadline: _Deadline, name: str) -> bytes:
+    """At most `limit` bytes of `url`: one byte more and the transfer is abandoned. The
+    whole exchange (connect, status line, headers, body, redirects) ends by `deadline`,
+    and a host that sends nothing for `STALL_SECONDS` is given up on sooner."""
+    if deadline.at <= time.monotonic():
         raise DownloadError(f"{name}: the fetch ran out of time before this file")
+    late = functools.partial(_late, name, urllib.parse.urlsplit(url).netloc, deadline)
     request = urllib.request.Request(
         url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "gzip"}
     )
+    fetcher = opener(trust.allow_http, trust.redirect_hosts, deadline.at)
     try:
-        with fetcher.open(request, timeout=min(remaining, STALL_SECONDS)) as response:
-            encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
-            if encoding not in ("identity", "gzip"):
-                raise DownloadError(f"{name}: {url} sent Content-Encoding {encoding[:40]!r}")
-            inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
-            sent_limit = limit if inflate is None else gzip_bound(limit)
-            declared = response.headers.get("Content-Length")
-            if declared is not None and declared.isdigit() and int(declared) > sent_limit:
-                raise _TooLarge(
-                    f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
-                )
-            parts: list[bytes] = []
-            size = sent = 0
-            while True:
-                if time.monotonic() > deadline:
-                    raise DownloadError(
-                        f"{name}: too slow; the fetch's deadline passed after {size:,} bytes"
-                    )
-                chunk = response.read1(min(_CHUNK, sent_limit + 1 - sent))
-                if not chunk:
-                    break
-                sent += len(chunk)
-                if sent > sent_limit:
-                    raise _TooLarge(f"{name}: more than the manifest allows; transfer abandoned")
-                if inflate is not None:  # never more than limit + 1 bytes out (no bomb)
-                    chunk = inflate.decompress(chunk, limit + 1 - size)
-                    if inflate.unconsumed_tail:
-                        size = limit + 1
-                size += len(chunk)
-                parts.append(chunk)
-                if size > limit:
-                    raise _TooLarge(
-                        f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
-                    )
-            if inflate is not None and (not inflate.eof or inflate.unused_data):
-                raise DownloadError(f"{name}: {url} sent a gzip stream that is not one whole file")
+        with fetcher.open(request, timeout=STALL_SECONDS) as response:
+            return _read_body(response, url, limit, name, late)
     except zlib.error as exc:
         raise DownloadError(f"{name}: {url} sent a broken gzip stream ({exc})") from None
     except DownloadError:
@@ -385,8 +306,68 @@ def _download(
         raise DownloadError(f"{name}: {url} answered {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):  # connecting, or waiting for the headers
+            raise late("response headers", "") from None
         raise DownloadError(f"{name}: cannot fetch {url} ({reason})") from None
+
+
+def _read_body(
+    response: http.client.HTTPResponse,
+    url: str,
+    limit: int,
+    name: str,
+    late: Callable[[str, str], DownloadError],
+) -> bytes:
+    """The body, inflated when gzip-encoded, never more than `limit` bytes out nor more
+    than a gzip stream of that size can take in."""
+    encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        raise DownloadError(f"{name}: {url} sent Content-Encoding {encoding[:40]!r}")
+    inflate = zlib.decompressobj(wbits=31) if encoding == "gzip" else None
+    sent_limit = limit if inflate is None else gzip_bound(limit)
+    declared = response.headers.get("Content-Length")
+    if declared is not None and declared.isdigit() and int(declared) > sent_limit:
+        raise _TooLarge(
+            f"{name}: the server announces {int(declared):,} bytes, the manifest allows {limit:,}"
+        )
+    parts: list[bytes] = []
+    size = sent = 0
+    while True:
+        try:
+            chunk = response.read1(min(_CHUNK, sent_limit + 1 - sent))
+        except TimeoutError:
+            raise late("body", f"; {sent:,} bytes of it had arrived") from None
+        if not chunk:
+            break
+        sent += len(chunk)
+        if sent > sent_limit:
+            raise _TooLarge(f"{name}: more than the manifest allows; transfer abandoned")
+        if inflate is not None:  # never more than limit + 1 bytes out (no bomb)
+            chunk = inflate.decompress(chunk, limit + 1 - size)
+            if inflate.unconsumed_tail:
+                size = limit + 1
+        size += len(chunk)
+        parts.append(chunk)
+        if size > limit:
+            raise _TooLarge(
+                f"{name}: more than the {limit:,} bytes the manifest lists; transfer abandoned"
+            )
+    if inflate is not None and (not inflate.eof or inflate.unused_data):
+        raise DownloadError(f"{name}: {url} sent a gzip stream that is not one whole file")
     return b"".join(parts)
+
+
+def _late(name: str, host: str, deadline: _Deadline, missing: str, arrived: str) -> DownloadError:
+    """What a wait that ended in a timeout means: the download's deadline passed, or
+    the host fell silent for `STALL_SECONDS` before it."""
+    if time.monotonic() >= deadline.at:  # a wait armed with what was left ends no earlier
+        return DownloadError(
+            f"{name}: too slow; no complete {missing} from {host} within {deadline.seconds:g} s "
+            f"(the deadline of this download){arrived}"
+        )
+    return DownloadError(
+        f"{name}: {host} sent nothing for {STALL_SECONDS:g} s before complete {missing}{arrived}"
+    )
 
 
 def _check(name: str, data: bytes, entry: FileEntry) -> None:
