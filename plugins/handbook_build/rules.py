@@ -317,9 +317,14 @@ UNSAFE_HTML = _rule(
     "HB403",
     "unsafe-html",
     ERROR,
-    "The body holds script: a `<script>` element, an event handler or a `javascript:` URL.",
+    "The body holds script, or HTML that sends the page elsewhere: a `<script>` element, an "
+    "event handler, a `javascript:` URL, a `<base>` or a `<meta http-equiv>`.",
     script="`<script>` element: it runs on every reader's page; remove it "
     "(a site-wide script belongs in mkdocs.yml's `extra_javascript`)",
+    base="`<base>` element: it sends every relative URL of the page, the site's own scripts "
+    "included, to the address it names; remove it and write full addresses where you need them",
+    pragma="`<meta http-equiv>` element: it acts on the reader's whole page (`refresh` sends the "
+    "reader to another address); remove it and link to the address instead",
     handler="event handler `{name}` {where}: it runs script on the reader's page; "
     "remove the attribute",
     url="`{scheme}` URL in {place}: following it runs script; "

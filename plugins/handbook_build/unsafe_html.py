@@ -1,5 +1,9 @@
 """HB403: script in a doc's body: `<script>` elements, inline event handlers (``on…=``)
-and `javascript:`, `vbscript:` or `data:text/html` URLs.
+and `javascript:`, `vbscript:` or `data:text/html` URLs, including those SVG's
+animations put into a link and the `data:` documents `<use>` copies into the page; and
+the elements that send the whole page elsewhere: `<base>`, which moves every relative
+URL (the theme's own scripts too) to another host, and `<meta http-equiv>` (`refresh`
+navigates away, other pragmas set cookies or the page's policy).
 
 Raw HTML is markdown's normal power and the site keeps it, but a doc is also read by
 people who did not write it: script in it runs on their page, under the site's origin.
@@ -39,6 +43,10 @@ URL_ATTRIBUTES = frozenset(
 )
 """Attributes whose value a browser follows or loads as a URL."""
 SCRIPT_SCHEMES = ("javascript", "vbscript")
+ANIMATIONS = frozenset({"animate", "animatecolor", "animatemotion", "animatetransform", "set"})
+"""SVG's animation elements: one whose `attributeName` is a URL attribute gives it the
+values of its `to`, `from`, `by` and `values` (a `;` list) while it runs."""
+_ANIMATED = ("to", "from", "by", "values")
 _URL_IGNORED = str.maketrans("", "", "\t\n\r")
 """A browser drops these anywhere in a URL (`java&#9;script:` is `javascript:`)."""
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
@@ -126,7 +134,8 @@ def may_hold_script(body: str) -> bool:
     (or a `srcdoc` document, where it hides behind entities), a handler's name set to
     a value where an attribute name may start (`_NAME_FOLLOWS`), and a URL whose
     scheme, once entities, backslash escapes, tabs and line breaks are gone, is
-    `javascript:`, `vbscript:` or `data:`."""
+    `javascript:`, `vbscript:` or `data:`; and the names of the elements and attributes
+    that send the page elsewhere (`<base`, `http-equiv`), which entities cannot write."""
     if not any(sign in body for sign in "<[{"):  # no HTML, no link, no attribute list
         return False
     lowered = (unescape(body) if "&" in body else body).lower()
@@ -134,6 +143,8 @@ def may_hold_script(body: str) -> bool:
     return (
         "<script" in flat
         or "srcdoc" in flat
+        or "<base" in lowered
+        or "http-equiv" in lowered
         or (("script:" in flat or "data:" in flat) and _SCRIPT_SCHEME.search(flat) is not None)
         or any(
             (before := lowered[found.start() - 1]).isspace() or before in _NAME_FOLLOWS
@@ -159,8 +170,7 @@ def scan_html(html: str) -> list[Problem]:
 
 def unsafe_scheme(url: str) -> str | None:
     """The scheme of a URL that runs script when followed (`javascript:`), or None."""
-    normal = url.strip(_C0_AND_SPACE).translate(_URL_IGNORED).lower()
-    scheme, colon, rest = normal.partition(":")
+    scheme, colon, rest = _normal(url).partition(":")
     if not colon:
         return None
     if scheme in SCRIPT_SCHEMES:
@@ -168,6 +178,21 @@ def unsafe_scheme(url: str) -> str | None:
     if scheme == "data" and rest.lstrip(" \f").startswith("text/html"):
         return "data:text/html"
     return None
+
+
+def _loaded_scheme(url: str) -> str | None:
+    """`unsafe_scheme`, and `data:` of any type: a URL that SVG copies into the page
+    (`<use>`, or an animated `href` whose element is not known here) brings a document
+    whose script runs in the page, whatever its media type."""
+    if scheme := unsafe_scheme(url):
+        return scheme
+    return "data:" if _normal(url).startswith("data:") else None
+
+
+def _normal(url: str) -> str:
+    """`url` as a browser reads its scheme: outer control characters and spaces gone,
+    tabs and line breaks dropped, letter case ignored."""
+    return url.strip(_C0_AND_SPACE).translate(_URL_IGNORED).lower()
 
 
 class _Tags(HTMLParser):
@@ -179,13 +204,45 @@ class _Tags(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         line, col = self.getpos()
-        if tag == "script":
-            self.found.append(Problem(line - 1, col, "script", {}))
+        self.found += [Problem(line - 1, col, *found) for found in _element_problems(tag, attrs)]
         for name, value in attrs:
             if name == "srcdoc" and value:  # a document of its own, in the page's origin
                 self.found += [p._replace(line=line - 1, col=col) for p in scan_html(value)]
             elif judged := _judged(name, value, f"on `<{tag}>`", f"of `<{tag}>`"):
                 self.found.append(Problem(line - 1, col, *judged))
+
+
+def _element_problems(
+    tag: str, attrs: list[tuple[str, str | None]]
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """The variant and fields of each problem that `tag` makes as a whole, or together
+    with its attributes; `_judged` reads each attribute alone."""
+    if tag in ("script", "base"):
+        yield tag, {}
+    elif tag == "meta" and any(name == "http-equiv" for name, _ in attrs):
+        yield "pragma", {}
+    elif tag == "use":
+        for name, value in attrs:  # a script URL there is `_judged`'s
+            if _is_href(name) and _loaded_scheme(value or "") == "data:":
+                yield "url", {"scheme": "data:", "place": f"the `{name}` of `<use>`"}
+    elif tag in ANIMATIONS and any(
+        name == "attributename" and _is_url_attribute((value or "").strip().lower())
+        for name, value in attrs
+    ):
+        for name, value in attrs:
+            urls = (value or "").split(";") if name in _ANIMATED else []
+            if scheme := next(filter(None, map(_loaded_scheme, urls)), None):
+                yield "url", {"scheme": scheme, "place": f"the `{name}` of `<{tag}>`"}
+
+
+def _is_url_attribute(name: str) -> bool:
+    """Whether an animation's `attributeName` names a URL attribute (a prefix may name
+    XLink's namespace: `xlink:href`, `x:href`)."""
+    return name in URL_ATTRIBUTES or _is_href(name)
+
+
+def _is_href(name: str) -> bool:
+    return name.rpartition(":")[2] == "href"
 
 
 def _judged(name: str, value: str | None, on: str, of: str) -> tuple[str, dict[str, str]] | None:

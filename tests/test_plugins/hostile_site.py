@@ -1,16 +1,21 @@
 """A library whose authors try to run script through their frontmatter, built into a site
 with `mkdocs build` (MkDocs, Material and the handbook plugin), for the tests that read
-the site as files (test_site_escaping.py) and in a browser (test_site_xss.py).
+the site as files (test_site_escaping.py) and in a browser (test_site_xss.py,
+test_site_origin.py).
 
 Every doc carries one payload in every field: title, kind, summary, description,
 keywords, aliases and custom fields (a card fact, Material's page author and nav
 subtitle). Each payload names where it was put (`alert('attribute@devices/attr.md')`),
-so a script that runs says which slot let it through. Summaries also try to forge
-llms.txt sections and links with line breaks. One body holds script of its own, which
-HB403 reports and the library allows (`warn`); it only runs when clicked. One file ends
-right after its frontmatter, without a line break, which MkDocs alone does not take for
-frontmatter. And one page is not a doc (Handbook's `exclude` skips it) but MkDocs
-renders it all the same.
+so a script that runs says which slot let it through. Some payloads would take the page
+out of the site's hands instead: a `<base>` that moves the theme's scripts to another
+host, a `<meta http-equiv="refresh">` that navigates away, an SVG `<set>` that makes a
+link `javascript:` (test_site_origin.py looks for their effects). Summaries also try to
+forge llms.txt sections and links with line breaks. One body holds script of its own,
+which HB403 reports and the library allows (`warn`); it only runs when clicked. Another
+shows the same elements in code, where they are text, beside look-alikes HB403 does not
+report. One file ends right after its frontmatter, without a line break, which MkDocs
+alone does not take for frontmatter. And one page is not a doc (Handbook's `exclude`
+skips it) but MkDocs renders it all the same.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ PAYLOADS = {
     "attribute": "\"><img src=x onerror=alert('{at}')>",
     "url": "javascript:alert('{at}')",
     "link": "[x](javascript:alert('{at}'))",
+    "base": "<base href='http://127.0.0.1:9/{at}/'>",
+    "refresh": "<meta http-equiv='refresh' content='0;url=http://127.0.0.1:9/{at}'>",
+    "animate": "<svg><a><set attributeName='href' to=\"javascript:alert('{at}')\"/>"
+    "<text>x</text></a></svg>",
 }
 DOCS = {
     "index.md": "script",
@@ -35,6 +44,9 @@ DOCS = {
     "guides/url.md": "url",
     "guides/link.md": "link",
     "eof.md": "script",
+    "guides/base.md": "base",
+    "guides/refresh.md": "refresh",
+    "guides/animate.md": "animate",
 }
 """Doc path -> the payload its fields carry."""
 DRAFTS = {"drafts/draft.md": "attribute"}
@@ -45,6 +57,17 @@ BODY_SCRIPT = (
     "<span onclick=\"alert('body')\">a handler</span>"
 )
 """The author's own script, allowed at `warn`; it runs only when clicked."""
+BODY_CODE = (
+    "Shown, not run: `<base href='http://127.0.0.1:9/code/'>` and\n\n"
+    '```html\n<meta http-equiv="refresh" content="0;url=http://127.0.0.1:9/code">\n'
+    '<svg><a><set attributeName="href" to="javascript:alert(\'code\')"/></a></svg>\n```\n\n'
+    "The word javascript: in prose, and an animation that moves no link: "
+    '<svg width="8" height="8"><rect width="8" height="8">'
+    '<animate attributeName="opacity" from="1" to="0.5" dur="1s"/></rect></svg>'
+)
+"""Look-alikes of the payloads that HB403 does not report (code is text; the rest runs
+nothing), in the body of the doc `BODY_CODE_IN`."""
+BODY_CODE_IN = "guides/base.md"
 
 
 def payload(path: str, field: str) -> str:
@@ -81,6 +104,8 @@ def write_library(root: Path) -> Path:
             text = head
         elif n == 1:
             text = f"{head}\nBody of doc {n}.\n\n{BODY_SCRIPT}\n"
+        elif path == BODY_CODE_IN:
+            text = f"{head}\nBody of doc {n}.\n\n{BODY_CODE}\n"
         else:
             text = f"{head}\nBody of doc {n}.\n"
         (root / "docs" / path).parent.mkdir(parents=True, exist_ok=True)
