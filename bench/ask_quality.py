@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handbook import Library, ask
+from handbook import Library
+from handbook.handlers import ask
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -179,8 +179,8 @@ def child_lunr(config_path: str, out: str) -> dict[str, Any]:
     import lunr
 
     from handbook_build import check, load_config
-    from handbook_build.emit import index_entries
-    from handbook_build.lunr_index import FIELDS
+    from handbook_build.write.emit import index_entries
+    from handbook_build.write.lunr_index import FIELDS
 
     t0 = time.perf_counter()
     result = check(load_config(config_path))
@@ -226,8 +226,9 @@ def child_lunr(config_path: str, out: str) -> dict[str, Any]:
 def child_index(config_path: str, out: str) -> dict[str, Any]:
     """Handbook's index writer alone: indexing as docs arrive during the check (as the
     build does), then writing; and from scratch in one process."""
-    from handbook_build import check, load_config, lunr_index
-    from handbook_build.emit import index_entries
+    from handbook_build import check, load_config
+    from handbook_build.write import lunr_index
+    from handbook_build.write.emit import index_entries
 
     t0 = time.perf_counter()
     index = lunr_index.LunrIndex()

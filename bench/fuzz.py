@@ -22,9 +22,9 @@ bundle_catalog         the same with `catalog.json` mutated and its manifest ent
 bundle_search          the same with `search.bin` (header and bytes) → `Library.open`
                        (BundleError)
 frontmatter            random text, YAML token soup and mutated real docs of the
-                       examples → `handbook_build.parse.parse` (no exception at all:
+                       examples → `handbook_build.read.parse.parse` (no exception at all:
                        findings only)
-query_parse            random text and lunr-syntax soup → `handbook.query.parse`
+query_parse            random text and lunr-syntax soup → `handbook.search.query.parse`
                        (QueryError)
 library_search         the same, with odd limits and languages → `Library.search`
                        (never raises; a dict, never `internal_error`)
@@ -72,16 +72,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from handbook import canonical
-from handbook.bundle import open_bundle
-from handbook.errors import BundleError, KeyFormatError
-from handbook.library import Library
-from handbook.manifest import Manifest
-from handbook.query import MAX_EDIT_DISTANCE, MAX_TERMS, MAX_WILDCARDS, QueryError
-from handbook.query import parse as parse_query
-from handbook.query_terms import fit
-from handbook.search_format import MAGIC
-from handbook.signing import (
+from handbook.bundle import canonical
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import Manifest
+from handbook.bundle.signing import (
     MANIFEST_TAG,
     PublicKey,
     load_private_key,
@@ -89,12 +83,18 @@ from handbook.signing import (
     sign,
     trusted_keys,
 )
+from handbook.errors import BundleError, KeyFormatError
+from handbook.libraries.library import Library
+from handbook.search.file_format import MAGIC
+from handbook.search.query import MAX_EDIT_DISTANCE, MAX_TERMS, MAX_WILDCARDS, QueryError
+from handbook.search.query import parse as parse_query
+from handbook.search.query_terms import fit
 from handbook_build import load_config
+from handbook_build.checks.snippets import check_json, check_toml, check_yaml
 from handbook_build.findings import Finding
-from handbook_build.parse import parse as parse_doc
 from handbook_build.pipeline import build
-from handbook_build.snippets import check_json, check_toml, check_yaml
-from handbook_build.source import Text
+from handbook_build.read.parse import parse as parse_doc
+from handbook_build.read.source import Text
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -761,7 +761,7 @@ def valid_text(text: str) -> str:
 
 
 def as_read(text: str) -> str:
-    """Text as `handbook_build.source.read` hands it to the parser: valid UTF-8, no
+    """Text as `handbook_build.read.source.read` hands it to the parser: valid UTF-8, no
     byte-order mark, line endings made ``\\n``."""
     text = valid_text(text).removeprefix("\ufeff")
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
@@ -1282,9 +1282,10 @@ ATHERIS_BOOT = """
 import runpy, sys
 import atheris
 with atheris.instrument_imports(include=["handbook", "handbook_build", "markdown_it", "yaml"]):
-    import handbook.bundle, handbook.canonical, handbook.catalog, handbook.library, handbook.manifest
-    import handbook.query, handbook.search, handbook.signing
-    import handbook_build.frontmatter, handbook_build.parse, handbook_build.snippets
+    import handbook.bundle.local, handbook.bundle.canonical, handbook.bundle.catalog, handbook.bundle.manifest
+    import handbook.libraries.library
+    import handbook.search.query, handbook.search.index, handbook.bundle.signing
+    import handbook_build.read.frontmatter, handbook_build.read.parse, handbook_build.checks.snippets
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """

@@ -23,10 +23,11 @@ from pathlib import Path
 from synth import generate
 
 from handbook import Library
-from handbook.inbox import Inbox
-from handbook.inbox_records import payload, record_id
-from handbook.stores import Caps, SQLiteStore, Stored
-from handbook.writable import Writable
+from handbook.inbox.intake import Inbox
+from handbook.inbox.records import payload, record_id
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.store import Caps, Stored
+from handbook.inbox.writable import Writable
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -39,9 +40,9 @@ started = time.perf_counter()
 from handbook import Library
 library = Library.open(sys.argv[1], allow_unsigned=True)
 if sys.argv[2]:
-    from handbook.inbox import Inbox
-    from handbook.writable import Writable
-    from handbook.stores import SQLiteStore
+    from handbook.inbox.intake import Inbox
+    from handbook.inbox.writable import Writable
+    from handbook.inbox.sqlite_store import SQLiteStore
     library = Writable(library, Inbox(SQLiteStore(sys.argv[2])))
 library.get(sys.argv[3])
 print(json.dumps((time.perf_counter() - started) * 1000))

@@ -27,11 +27,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from synth import generate
 
 from handbook import Library
-from handbook.records import Review, sign
-from handbook.signing import public_key_of
+from handbook.bundle.signing import public_key_of
+from handbook.pedigree.records import Review, sign
 from handbook_build import load_config
+from handbook_build.checks.reviews import write_record
 from handbook_build.pipeline import build
-from handbook_build.reviews import write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "bench" / "pedigree"

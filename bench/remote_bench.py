@@ -46,8 +46,8 @@ from check_throughput import environment, msdocs
 from runtime_bench import build_bundle
 
 from handbook import Library
-from handbook.layout import MANIFEST
-from handbook.signing import load_private_key, public_key_of
+from handbook.bundle.layout import MANIFEST
+from handbook.bundle.signing import load_private_key, public_key_of
 
 
 class Counting(BaseHTTPRequestHandler):

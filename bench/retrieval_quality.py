@@ -76,7 +76,7 @@ Hits = list[tuple[str, float]]
 
 def child(request_file: str) -> dict[str, Any]:
     from handbook import Library
-    from handbook.signing import load_private_key, public_key_of
+    from handbook.bundle.signing import load_private_key, public_key_of
 
     request = json.loads(Path(request_file).read_text(encoding="utf-8"))
     key = str(public_key_of(load_private_key(keyfile().read_bytes(), what="bench key")))

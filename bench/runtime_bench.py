@@ -69,7 +69,7 @@ RUNTIME = WORK / "runtime"
 """Anchor indexes, query sets and child arguments, per library."""
 CRANFIELD = ROOT.parent / "shared" / "data" / "cranfield"
 EXHAUSTIVE = "handbook, every posting"
-"""Handbook with its top-k path off (`handbook.search.EXHAUSTIVE_POSTINGS` unbounded):
+"""Handbook with its top-k path off (`handbook.search.index.EXHAUSTIVE_POSTINGS` unbounded):
 the ranking before posting heads, in the same run, and what the top-k path must equal."""
 ENGINES = ("handbook", "lunr.py", "naive scan", "FTS5", "tantivy", "bm25s", EXHAUSTIVE)
 GOAL_DOCS = 10_000
@@ -121,7 +121,7 @@ SNIPPETS: dict[str, tuple[str, str]] = {
     "handbook": (
         """\
 from handbook import Library
-from handbook.query import parse
+from handbook.search.query import parse
 def search(q, k):
     return lib.search(q, limit=k)
 def core(q, k):
@@ -217,7 +217,7 @@ STEMMER = Stemmer.Stemmer("english")""",
 
 SNIPPETS[EXHAUSTIVE] = (
     SNIPPETS["handbook"][0]
-    + "\nimport handbook.search\nhandbook.search.EXHAUSTIVE_POSTINGS = 1 << 62",
+    + "\nimport handbook.search.index\nhandbook.search.EXHAUSTIVE_POSTINGS = 1 << 62",
     SNIPPETS["handbook"][1],
 )
 
@@ -302,9 +302,9 @@ def child_prep(request_file: str) -> dict[str, Any]:
 
     from lunr.stop_word_filter import WORDS
 
-    from handbook.signing import load_private_key, public_key_of
+    from handbook.bundle.signing import load_private_key, public_key_of
     from handbook_build import check, load_config
-    from handbook_build.emit import index_entries
+    from handbook_build.write.emit import index_entries
 
     with open(request_file, encoding="utf-8") as fh:
         request = json.load(fh)

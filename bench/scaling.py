@@ -193,7 +193,7 @@ def child_setup(bundle: str, subset: list[str], count: int, seed: int) -> dict[s
     """The query set (from the 1k subset's catalog entries) and the bench key's public key."""
     from lunr.stop_word_filter import WORDS
 
-    from handbook.signing import load_private_key, public_key_of
+    from handbook.bundle.signing import load_private_key, public_key_of
 
     with open(Path(bundle) / "catalog.json", encoding="utf-8") as fh:
         catalog = json.load(fh)

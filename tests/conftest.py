@@ -21,8 +21,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from handbook.bundle.signing import load_private_key, public_key_of
 from handbook.cli import main
-from handbook.signing import load_private_key, public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

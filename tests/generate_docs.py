@@ -2,7 +2,7 @@
 
 The configuration reference (docs/reference/configuration.md) holds, between two marker
 comments, the table of options and a section per option, made from
-`handbook_build.options.OPTIONS`; the text around the markers is written by hand.
+`handbook_build.config.options.OPTIONS`; the text around the markers is written by hand.
 test_docs.py fails when the page and the table differ.
 """
 
@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from handbook_build.options import OPTIONS
+from handbook_build.config.options import OPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = ROOT / "docs" / "reference" / "configuration.md"
-BEGIN = "<!-- options: made from handbook_build.options.OPTIONS by tests/generate_docs.py -->"
+BEGIN = (
+    "<!-- options: made from handbook_build.config.options.OPTIONS by tests/generate_docs.py -->"
+)
 END = "<!-- end of options -->"
 TYPES = {str: "string", list: "list", dict: "mapping", bool: "boolean"}
 

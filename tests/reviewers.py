@@ -11,9 +11,9 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.manifest import utc_seconds
-from handbook.records import Invalidation, Review, sign
-from handbook.signing import public_key_of
+from handbook.bundle.manifest import utc_seconds
+from handbook.bundle.signing import public_key_of
+from handbook.pedigree.records import Invalidation, Review, sign
 
 NAMES = ("alice", "bob", "carol", "dave")
 

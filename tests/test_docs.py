@@ -10,10 +10,10 @@ from conftest import ROOT
 from generate_docs import CONFIGURATION, generated_part, options_markdown
 
 from handbook.cli import main
-from handbook_build.options import OPTIONS
-from handbook_build.parse import parse
+from handbook_build.config.options import OPTIONS
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 from handbook_build.rules import RULES
-from handbook_build.source import Text
 
 
 def headings(path: str) -> set[str]:
@@ -36,7 +36,7 @@ def test_every_rule_anchor_is_a_section_of_the_rule_reference() -> None:
 def test_the_configuration_reference_shows_the_table_of_options() -> None:
     page = CONFIGURATION.read_text(encoding="utf-8")
     assert generated_part(page) == options_markdown(), (
-        "docs/reference/configuration.md differs from handbook_build.options.OPTIONS; "
+        "docs/reference/configuration.md differs from handbook_build.config.options.OPTIONS; "
         "regenerate it with: python tests/generate_docs.py"
     )
 

@@ -324,7 +324,7 @@ class Built:
 
 def build(config_path: Path, out: Path, key: Ed25519PrivateKey | None = None) -> Built:
     """Build with `handbook_build.pipeline.build` and a fresh key (the only project use)."""
-    from handbook_build.config import load_config
+    from handbook_build.config.settings import load_config
     from handbook_build.pipeline import build as pipeline_build
 
     key = key or Ed25519PrivateKey.generate()

@@ -16,12 +16,12 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from handbook.bundle.manifest import utc_seconds
+from handbook.bundle.signing import public_key_of
 from handbook.cli import main
-from handbook.manifest import utc_seconds
-from handbook.records import Invalidation, sign
-from handbook.signing import public_key_of
+from handbook.pedigree.records import Invalidation, sign
 from handbook_build import load_config
-from handbook_build.reviews import write_record
+from handbook_build.checks.reviews import write_record
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE / "mkdocs.yml"

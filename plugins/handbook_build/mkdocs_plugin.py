@@ -48,21 +48,22 @@ from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils.meta import get_data
 
-from handbook.bundle import Bundle
-from handbook.catalog import DocEntry
+from handbook.bundle.catalog import DocEntry
+from handbook.bundle.layout import LLMS
+from handbook.bundle.local import Bundle
+from handbook.bundle.signing import SIGNING_KEY_ENV
 from handbook.errors import HandbookError
-from handbook.layout import LLMS
-from handbook.signing import SIGNING_KEY_ENV
 
-from . import pages, pipeline
-from .config import Config, load_config
+from . import pipeline
+from .config.keys import replaces_signed, signing_key
+from .config.options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
+from .config.settings import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
-from .keys import replaces_signed, signing_key
-from .llms import LLMS_FULL, llms_full_txt
-from .options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
-from .parse import written_body
-from .source import Text
+from .read.parse import written_body
+from .read.source import Text
+from .write import pages
+from .write.llms import LLMS_FULL, llms_full_txt
 
 log = logging.getLogger("mkdocs.plugins.handbook")
 

@@ -19,26 +19,28 @@ from typing import TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.bundle import Bundle
-from handbook.catalog import Catalog
-from handbook.manifest import utc_seconds, utc_time
-from handbook.records import Record, Review
+from handbook.bundle.catalog import Catalog
+from handbook.bundle.local import Bundle
+from handbook.bundle.manifest import utc_seconds, utc_time
+from handbook.pedigree.records import Record, Review
 
-from . import audiences, rules, skills, snippets
-from .adopt import IdLedger, derive
-from .audiences import visible
-from .config import Config
-from .emit import emit, entry_of, index_entries
+from . import rules
+from .checks import audiences, skills
+from .checks.adopt import IdLedger, derive
+from .checks.reviews import Reviewed, review
+from .checks.validate import check_doc, check_library, check_resources
+from .config import validators
+from .config.audiences import visible
+from .config.settings import Config
 from .errors import BuildError, EmbeddingError
 from .findings import Finding, Severity, apply_levels, count
-from .includes import Expander
-from .lunr_index import LunrIndex
-from .parse import Doc, parse
-from .reviews import Reviewed, review
+from .read.includes import Expander
+from .read.parse import Doc, parse
+from .read.source import Text, discover, read
 from .safe_paths import check_output
-from .seal import BundleWriter, publish, staging, versions_dir
-from .source import Text, discover, read
-from .validate import check_doc, check_library, check_resources
+from .write.emit import emit, entry_of, index_entries
+from .write.lunr_index import LunrIndex
+from .write.seal import BundleWriter, publish, staging, versions_dir
 
 
 @dataclass(frozen=True)
@@ -203,12 +205,12 @@ def _write(
 
 
 def _embed(writer: BundleWriter, catalog: Catalog) -> None:
-    """`vectors.bin` (`handbook_build.embeddings`), or EmbeddingError saying what to
+    """`vectors.bin` (`handbook_build.write.embeddings`), or EmbeddingError saying what to
     install; numpy and the model are imported only here."""
     try:
-        from handbook.encoder import ModelMissingError
+        from handbook.search.encoder import ModelMissingError
 
-        from .embeddings import write_vectors
+        from .write.embeddings import write_vectors
     except ImportError as exc:
         raise EmbeddingError(
             f"semantic: true needs the semantic extra ({exc}): pip install 'handbook[semantic]' "
@@ -338,14 +340,14 @@ def _expander(config: Config) -> Expander:
     return Expander(config.includes, config.config_path.parent, _too_long(config))
 
 
-_registries: dict[tuple[tuple[str, str], ...], dict[str, snippets.Validator]] = {}
+_registries: dict[tuple[tuple[str, str], ...], dict[str, validators.Validator]] = {}
 
 
-def _validators(config: Config) -> dict[str, snippets.Validator]:
+def _validators(config: Config) -> dict[str, validators.Validator]:
     """The validator registry, imported once per process (workers import their own)."""
     key = tuple(sorted(config.snippet_validators.items()))
     if key not in _registries:
-        _registries[key] = snippets.registry(config.snippet_validators, config.config_path.parent)
+        _registries[key] = validators.registry(config.snippet_validators, config.config_path.parent)
     return _registries[key]
 
 

@@ -7,7 +7,8 @@ The build side (`handbook_build`) depends on this package, never the reverse.
 
 from __future__ import annotations
 
-from .actor import Actor, acting
+from ._version import __version__
+from .access.actor import Actor, acting
 from .answers import (
     Answer,
     AskAnswer,
@@ -20,7 +21,7 @@ from .answers import (
     SearchAnswer,
     StatusAnswer,
 )
-from .client import RemoteLibrary
+from .bundle.trust import TrustPolicy
 from .errors import (
     BundleChangedError,
     BundleError,
@@ -36,12 +37,10 @@ from .errors import (
     SignatureError,
     UnlistedFileError,
 )
-from .library import Library
-from .served import Served
-from .shelf import Shelf
-from .trust import TrustPolicy
-
-__version__ = "0.1.0"
+from .libraries.client import RemoteLibrary
+from .libraries.library import Library
+from .libraries.shelf import Shelf
+from .tools.served import Served
 
 __all__ = [
     "Actor",

@@ -2,7 +2,7 @@
 
 Every handler returns one of these and never raises. Keys are optional (``total=False``)
 because an answer that refuses (``error``) or misses (``found: false``) carries another
-subset of them; the tool table's output schemas (`handbook.tools`) say which keys a
+subset of them; the tool table's output schemas (`handbook.tools.table`) say which keys a
 successful answer always has, and a test keeps the two in step. Every answer may carry
 the envelope keys of `Answer`.
 """
@@ -42,7 +42,7 @@ class SectionInfo(TypedDict):
 
 
 class Pedigree(TypedDict, total=False):
-    """Who vouched for a doc and how far to trust it now (`handbook.pedigree`); in every
+    """Who vouched for a doc and how far to trust it now (`handbook.pedigree.derived`); in every
     answer that names a doc of a library with reviewers, and of any retired doc."""
 
     state: str
@@ -190,7 +190,7 @@ class Source(TypedDict, total=False):
 
 
 class ActorInfo(TypedDict, total=False):
-    """Whom a request acts for (`handbook.actor`): only the parts the transport sent."""
+    """Whom a request acts for (`handbook.access.actor`): only the parts the transport sent."""
 
     actor: str
     tenant: str
@@ -216,7 +216,7 @@ class AskAnswer(Answer, total=False):
 
 
 class BriefItem(TypedDict, total=False):
-    """One doc's best passage for a task, with how far to trust it (`handbook.briefing`)."""
+    """One doc's best passage for a task, with how far to trust it (`handbook.handlers.briefing`)."""
 
     id: str
     title: str
@@ -244,7 +244,7 @@ class BriefAnswer(Answer, total=False):
 
 
 class WriteAnswer(Answer, total=False):
-    """What `propose`, `contradict` and `corroborate` answer (`handbook.writable`)."""
+    """What `propose`, `contradict` and `corroborate` answer (`handbook.inbox.writable`)."""
 
     id: str
     kind: str
@@ -282,7 +282,7 @@ class ResourceAnswer(Answer, total=False):
 
 class StatisticsRow(TypedDict):
     """One audience and language of a served bundle, each figure with its provenance
-    (`handbook.statistics`): a reported figure is never labelled verified."""
+    (`handbook.handlers.statistics`): a reported figure is never labelled verified."""
 
     audience: str | None
     lang: str
@@ -304,7 +304,7 @@ class StatisticsRow(TypedDict):
 
 
 class PublishStatus(TypedDict, total=False):
-    """The last publish the release pipeline reported (`handbook.publish_report`)."""
+    """The last publish the release pipeline reported (`handbook.bundle.publish_report`)."""
 
     statistics_state: str
     """reported | not_reported: a report is what a pipeline said, never verified."""

@@ -30,8 +30,11 @@ from pathlib import Path
 import pytest
 from conftest import PUBLIC, run_cli
 
-from handbook.archive import unpack
-from handbook.bundle import open_bundle
+from handbook.bundle.archive import unpack
+from handbook.bundle.layout import CATALOG, MANIFEST
+from handbook.bundle.local import open_bundle
+from handbook.bundle.signing import generate_private_key
+from handbook.bundle.trust import TrustPolicy
 from handbook.errors import (
     FormatError,
     HashMismatchError,
@@ -39,10 +42,7 @@ from handbook.errors import (
     SignatureError,
     UnlistedFileError,
 )
-from handbook.layout import CATALOG, MANIFEST
-from handbook.signing import generate_private_key
-from handbook.trust import TrustPolicy
-from handbook_build.pack import pack
+from handbook_build.tasks.pack import pack
 
 linux = pytest.mark.skipif(
     not Path("/proc/self/clear_refs").exists(), reason="reads the peak resident set from /proc"
@@ -55,7 +55,7 @@ MEMBERS = 1_000_000
 PROBE = textwrap.dedent("""
     import gc, json, re, sys, time
     from pathlib import Path
-    from handbook.archive import unpack
+    from handbook.bundle.archive import unpack
     from handbook.errors import BundleError
 
     def status(key):

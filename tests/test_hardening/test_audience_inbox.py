@@ -20,12 +20,13 @@ import pytest
 from conftest import ROOT, VALID_DOC, MakeLibrary
 
 from handbook import Library, acting
-from handbook.cli_serve import by_audience
-from handbook.inbox import Inbox
-from handbook.principals import Principals, add_token
-from handbook.shelf import Shelf
-from handbook.stores import Caps, SQLiteStore
-from handbook.writable import Writable
+from handbook.access.principals import Principals, add_token
+from handbook.cli.serving import by_audience
+from handbook.inbox.intake import Inbox
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.store import Caps
+from handbook.inbox.writable import Writable
+from handbook.libraries.shelf import Shelf
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -23,10 +23,11 @@ from typing import Any, NamedTuple
 import pytest
 from conftest import ROOT, get_json, live, request
 
-from handbook import Library, skills_export
-from handbook.audiences import AudienceRouter
-from handbook.http import create_app
-from handbook.principals import Principals, add_token
+from handbook import Library
+from handbook.access.principals import Principals, add_token
+from handbook.libraries.audiences import AudienceRouter
+from handbook.serve.http import create_app
+from handbook.skills import export as skills_export
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -165,7 +166,7 @@ def test_status_names_no_path_of_the_server_s_disk(built: Path, tmp_path: Path) 
 
 
 class Counted:
-    """Calls of one function of `handbook.skills_export`, and whether any ran on a
+    """Calls of one function of `handbook.skills.export`, and whether any ran on a
     thread that runs an event loop."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:

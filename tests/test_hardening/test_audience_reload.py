@@ -24,11 +24,11 @@ from conftest import ROOT, get_json, live
 from test_reload_consistency import point
 
 from handbook import Library
-from handbook.cli_serve import by_audience
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.principals import Principals, add_token
-from handbook.tools import BY_VERB
+from handbook.access.principals import Principals, add_token
+from handbook.cli.serving import by_audience
+from handbook.serve.http import create_app
+from handbook.tools.dispatch import call
+from handbook.tools.table import BY_VERB
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

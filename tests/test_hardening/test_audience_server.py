@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from conftest import KEY_PEM, PUBLIC, ROOT
 
-from handbook.stores import SQLiteStore
+from handbook.inbox.sqlite_store import SQLiteStore
 
 pytest.importorskip("uvicorn")
 

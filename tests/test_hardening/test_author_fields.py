@@ -13,7 +13,7 @@ import pytest
 from conftest import MakeLibrary, run_cli
 
 from handbook import Library, Shelf
-from handbook.dispatch import call
+from handbook.tools.dispatch import call
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

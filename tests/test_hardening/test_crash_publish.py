@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 from conftest import KEY_PEM, PUBLIC, ROOT
 
-from handbook.bundle import open_bundle
+from handbook.bundle.local import open_bundle
 from handbook.errors import BundleError
 
 EXAMPLE = ROOT / "examples" / "plant-floor"
@@ -399,7 +399,7 @@ def test_random_sigkill_never_leaves_a_broken_or_mixed_bundle(tmp_path: Path) ->
 HARNESS = r"""
 import os, shutil, signal, sys
 
-import handbook_build.seal as seal
+import handbook_build.write.seal as seal
 
 point, args = sys.argv[1], sys.argv[2:]
 
@@ -409,7 +409,7 @@ def die():
 
 
 def from_seal():
-    return sys._getframe(2).f_globals.get("__name__") == "handbook_build.seal"
+    return sys._getframe(2).f_globals.get("__name__") == "handbook_build.write.seal"
 
 
 def after(module, name):

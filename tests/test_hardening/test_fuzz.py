@@ -12,7 +12,7 @@ real signed manifest (only BundleError); `open_bundle` on copies of a real bundl
 manifest, catalog or search file is mutated, the manifest entry updated and re-signed
 with the test key where the payload changed (only BundleError); the doc parser on
 random text, YAML token soup and mutated real docs (findings only, never an
-exception); `handbook.query.parse` (only QueryError); `Library.search` (a dict, never
+exception); `handbook.search.query.parse` (only QueryError); `Library.search` (a dict, never
 `internal_error`); trusted-key strings (only KeyFormatError); the snippet validators.
 
 Exceptions of known product bugs are tallied apart, and only while their reproducer in
@@ -38,17 +38,17 @@ from conftest import KEY, PUBLIC, ROOT, MakeLibrary, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handbook import canonical
-from handbook.bundle import open_bundle
+from handbook.bundle import canonical
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import Manifest, Signed
+from handbook.bundle.signing import MANIFEST_TAG, sign
 from handbook.errors import BundleError, FormatError
-from handbook.library import Library
-from handbook.manifest import Manifest, Signed
-from handbook.search import SearchIndex
-from handbook.signing import MANIFEST_TAG, sign
+from handbook.libraries.library import Library
+from handbook.search.index import SearchIndex
 from handbook_build import load_config
-from handbook_build.parse import parse
 from handbook_build.pipeline import build
-from handbook_build.source import Text
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 
 
 def _load_harnesses() -> ModuleType:

@@ -35,12 +35,13 @@ import yaml
 from conftest import FIXTURES, ROOT, MakeLibrary, run_cli
 
 from handbook import Library
-from handbook.query import MAX_QUERY_CHARS, MAX_TERMS
-from handbook_build import frontmatter, load_config
-from handbook_build.parse import parse
+from handbook.search.query import MAX_QUERY_CHARS, MAX_TERMS
+from handbook_build import load_config
 from handbook_build.pipeline import build
 from handbook_build.pipeline import load as load_doc
-from handbook_build.source import Text
+from handbook_build.read import frontmatter
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 
 FIGURES: list[tuple[str, str, str, str, str]] = []
 """(input, outcome, time, memory, unguarded baseline) rows for the summary."""

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from handbook import Library
-from handbook.actor import Actor
-from handbook.client import ANSWER_DEPTH, RemoteLibrary
-from handbook.provider import HandbookProvider
+from handbook.access.actor import Actor
+from handbook.libraries.client import ANSWER_DEPTH, RemoteLibrary
+from handbook.libraries.provider import HandbookProvider
 
 DEADLINE = 1.0
 

@@ -22,11 +22,12 @@ from conftest import VALID_DOC, MakeLibrary, live, run_cli
 from reviewers import key_file, reviews_option
 
 from handbook import Library
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.inbox import Inbox
-from handbook.stores import Caps, SQLiteStore, Stored
-from handbook.writable import Writable
+from handbook.inbox.intake import Inbox
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.store import Caps, Stored
+from handbook.inbox.writable import Writable
+from handbook.serve.http import create_app
+from handbook.tools.dispatch import call
 from handbook_build import load_config, pipeline
 from handbook_build.pipeline import build
 

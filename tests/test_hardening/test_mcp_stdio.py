@@ -20,7 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from conftest import PUBLIC
 from mcp.shared.message import SessionMessage
 
-from handbook.mcp_stdio import answered_before_eof
+from handbook.serve.mcp_stdio import answered_before_eof
 
 ROUNDS = 5
 CALLS = 20

@@ -9,7 +9,7 @@ valid over what the variant claims:
 
 - ``raw``: over the signed payload's bytes exactly as they stand in the variant (what a
   reader that took the bytes as given would verify);
-- ``canonical``: with `handbook.signing.sign`, over the canonical encoding of the value
+- ``canonical``: with `handbook.bundle.signing.sign`, over the canonical encoding of the value
   a lenient parser (Python's json: last duplicate wins) reads from them, where one exists;
 - ``kept``: the change is outside the signed payload; the original signature stays valid.
 
@@ -31,11 +31,12 @@ from typing import Any
 import pytest
 from conftest import KEY, PUBLIC, ROOT, run_cli
 
-from handbook import FormatError, Library, canonical
-from handbook.bundle import open_bundle
-from handbook.canonical import MAX_DEPTH, MAX_SAFE_INTEGER
-from handbook.manifest import MANIFEST, MAX_MANIFEST_BYTES, Manifest
-from handbook.signing import (
+from handbook import FormatError, Library
+from handbook.bundle import canonical
+from handbook.bundle.canonical import MAX_DEPTH, MAX_SAFE_INTEGER
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import MANIFEST, MAX_MANIFEST_BYTES, Manifest
+from handbook.bundle.signing import (
     MANIFEST_TAG,
     SIGNING_KEY_ENV,
     TRUSTED_KEYS_ENV,

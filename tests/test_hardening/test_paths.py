@@ -39,13 +39,13 @@ from handbook import (
     MissingFileError,
     UnlistedFileError,
 )
-from handbook.archive import unpack
-from handbook.bundle import open_bundle
-from handbook.manifest import MANIFEST, FileEntry, Manifest, check_path
-from handbook.signing import MANIFEST_TAG, TRUSTED_KEYS_ENV, sign
+from handbook.bundle.archive import unpack
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import MANIFEST, FileEntry, Manifest, check_path
+from handbook.bundle.signing import MANIFEST_TAG, TRUSTED_KEYS_ENV, sign
 from handbook_build import load_config
 from handbook_build.pipeline import build
-from handbook_build.source import Text, discover, read, unportable
+from handbook_build.read.source import Text, discover, read, unportable
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 SKILL_DOC = "---\nid: skill.x\ntitle: T\nkind: guide\nsummary: s\n---\n# T\n\n## S\n\nText.\n"

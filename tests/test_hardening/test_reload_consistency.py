@@ -33,9 +33,9 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, get_json, live
 
 from handbook import Library
-from handbook.bundle import Bundle
-from handbook.http import create_app
-from handbook.reloader import Reloader
+from handbook.bundle.local import Bundle
+from handbook.libraries.reloader import Reloader
+from handbook.serve.http import create_app
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import PUBLIC
 
 from handbook import DownloadError, Library
-from handbook.layout import MANIFEST, SEARCH
+from handbook.bundle.layout import MANIFEST, SEARCH
 
 DEADLINE = 1.0
 DRIP_SECONDS = 0.2

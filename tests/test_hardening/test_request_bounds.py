@@ -27,16 +27,16 @@ from conftest import PUBLIC, VALID_DOC, MakeLibrary, live, run_cli
 from reviewers import reviews_option
 
 from handbook import Library
-from handbook.actor import ID_SCHEMA, MAX_CHARS
-from handbook.canonical import MAX_DEPTH, NestingError, load_untrusted, nesting
-from handbook.dispatch import call
-from handbook.gate import Gate, host_names
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.principals import Principals
-from handbook.request_log import RequestLog
-from handbook.rpc import handlers
-from handbook.tools import BY_NAME
+from handbook.access.actor import ID_SCHEMA, MAX_CHARS
+from handbook.access.principals import Principals
+from handbook.bundle.canonical import MAX_DEPTH, NestingError, load_untrusted, nesting
+from handbook.serve.gate import Gate, host_names
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.serve.request_log import RequestLog
+from handbook.serve.rpc import handlers
+from handbook.tools.dispatch import call
+from handbook.tools.table import BY_NAME
 
 pytest.importorskip("uvicorn")
 

@@ -37,10 +37,10 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from handbook import Library
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.site import SiteFiles
-from handbook.tools import READ_TOOLS
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.serve.site import SiteFiles
+from handbook.tools.table import READ_TOOLS
 
 pytest.importorskip("uvicorn")
 

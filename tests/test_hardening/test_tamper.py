@@ -33,12 +33,12 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 
 from handbook import BundleError, Library
-from handbook.bundle import open_bundle
-from handbook.http import create_app
-from handbook.layout import CATALOG_OFFSETS
-from handbook.manifest import MANIFEST
-from handbook.reloader import Reloader
-from handbook.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
+from handbook.bundle.layout import CATALOG_OFFSETS
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import MANIFEST
+from handbook.bundle.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
+from handbook.libraries.reloader import Reloader
+from handbook.serve.http import create_app
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -14,9 +14,9 @@ from conftest import MakeLibrary, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handbook_build.parse import parse
-from handbook_build.source import Text
-from handbook_build.unsafe_html import check, may_hold_script, scan_body
+from handbook_build.checks.unsafe_html import check, may_hold_script, scan_body
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 
 FM = "---\nid: a\ntitle: A\nkind: guide\nsummary: A doc.\n---\n"
 """Six lines: a body's first line is line 7 of the file."""

@@ -46,9 +46,9 @@ from handbook import (
     RollbackError,
     SignatureError,
 )
-from handbook.bundle import open_bundle
-from handbook.manifest import MANIFEST, Manifest
-from handbook.signing import (
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import MANIFEST, Manifest
+from handbook.bundle.signing import (
     MANIFEST_TAG,
     TRUSTED_KEYS_ENV,
     PublicKey,
@@ -59,8 +59,8 @@ from handbook.signing import (
     sign,
     signing_input,
 )
-from handbook.trust import TrustPolicy
-from handbook.web import url_problem
+from handbook.bundle.trust import TrustPolicy
+from handbook.bundle.web import url_problem
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -208,7 +208,7 @@ def marks(dirs: dict[str, Path]) -> dict[str, Any]:
 
 
 def mark_key(*keys: PublicKey) -> str:
-    """The state file's key for a set of trusted keys, as documented in handbook.remote."""
+    """The state file's key for a set of trusted keys, as documented in handbook.bundle.remote."""
     keyset = ",".join(sorted(k.keyid for k in keys))
     return f"{LIBRARY}|{hashlib.sha256(keyset.encode()).hexdigest()[:32]}"
 
@@ -246,7 +246,7 @@ def test_a_file_of_another_version_is_refused_naming_it(
 def test_unlisted_files_on_the_server_are_never_fetched_or_served(
     server: Server, bundles: dict[str, Files], dirs: dict[str, Path]
 ) -> None:
-    from handbook.http import create_app
+    from handbook.serve.http import create_app
 
     extras = {
         "extra.txt": b"unlisted",

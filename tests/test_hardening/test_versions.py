@@ -1,4 +1,4 @@
-"""One version rule for the build and the reader's update check (`handbook.semver`).
+"""One version rule for the build and the reader's update check (`handbook.bundle.semver`).
 
 The ordering is checked against a reference written here from the text of SemVer
 2.0.0 §11, on versions hypothesis makes, and on the specification's own example chain;
@@ -26,12 +26,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handbook import FormatError, Library, RollbackError
-from handbook.semver import MAX_LENGTH, Version, parse
+from handbook.bundle.semver import MAX_LENGTH, Version, parse
 from handbook_build import load_config
-from handbook_build.config import from_options
+from handbook_build.config.settings import from_options
 from handbook_build.errors import ConfigError, ReleaseError
 from handbook_build.pipeline import build
-from handbook_build.release import next_version
+from handbook_build.tasks.release import next_version
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 SPEC_CHAIN = [

@@ -16,7 +16,7 @@ import pytest
 from conftest import KEY_PEM
 from release_helpers import EPOCH, EXAMPLE, build_bundle
 
-from handbook_build.pack import pack
+from handbook_build.tasks.pack import pack
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from conftest import FIXTURES, run_cli
 
 from handbook import Library
 from handbook_build import load_config
-from handbook_build.adopt import first_sentence, id_from_path, shorten
+from handbook_build.checks.adopt import first_sentence, id_from_path, shorten
 from handbook_build.pipeline import build
 
 ADOPTED = FIXTURES / "adopted"

@@ -22,15 +22,15 @@ from conftest import KEY, PUBLIC, MakeLibrary, run_cli
 from lunr.index import Index
 
 from handbook import Library
-from handbook.canonical import dumps
-from handbook.mcp import build_server
-from handbook.query import parse
-from handbook.search import SearchIndex
-from handbook.search_format import MAGIC, RESOURCE
-from handbook.signing import MANIFEST_TAG, sign
+from handbook.bundle.canonical import dumps
+from handbook.bundle.signing import MANIFEST_TAG, sign
+from handbook.search.file_format import MAGIC, RESOURCE
+from handbook.search.index import SearchIndex
+from handbook.search.query import parse
+from handbook.serve.mcp import build_server
 from handbook_build import load_config
 from handbook_build.pipeline import build
-from handbook_build.sections import MAX_ATTACHED_SECTIONS
+from handbook_build.write.sections import MAX_ATTACHED_SECTIONS
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402

@@ -118,10 +118,10 @@ def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path)
     whose audience is not served is refused; the bundle files follow the audience too."""
     from conftest import get_json, live, request
 
-    from handbook.cli_serve import by_audience
-    from handbook.http import create_app
-    from handbook.mcp import http_app
-    from handbook.principals import Principals, add_token
+    from handbook.access.principals import Principals, add_token
+    from handbook.cli.serving import by_audience
+    from handbook.serve.http import create_app
+    from handbook.serve.mcp import http_app
 
     tokens = tmp_path / "tokens"
     made = {
@@ -206,12 +206,13 @@ def test_each_audience_has_an_inbox_of_its_own(built: Path, tmp_path: Path) -> N
     retries nor the per-doc cap let it learn of the other's."""
     from conftest import get_json, live, request
 
-    from handbook.cli_serve import by_audience
-    from handbook.http import create_app
-    from handbook.inbox import Inbox
-    from handbook.principals import Principals, add_token
-    from handbook.stores import Caps, SQLiteStore
-    from handbook.writable import Writable
+    from handbook.access.principals import Principals, add_token
+    from handbook.cli.serving import by_audience
+    from handbook.inbox.intake import Inbox
+    from handbook.inbox.sqlite_store import SQLiteStore
+    from handbook.inbox.store import Caps
+    from handbook.inbox.writable import Writable
+    from handbook.serve.http import create_app
 
     tokens = tmp_path / "tokens"
     made = {
@@ -272,7 +273,7 @@ RESTRICTED = {
 
 def masked(answer: Any, doc_id: str) -> str:
     """`answer` as JSON with the id, its words and their stems replaced by placeholders."""
-    from handbook.stemmer import stem
+    from handbook.search.stemmer import stem
 
     text = json.dumps(answer)
     words = re.findall(r"[a-z]+", doc_id)
@@ -311,16 +312,16 @@ def test_every_tool_on_every_transport_answers_a_restricted_id_like_an_unknown_o
     from mcp.client.streamable_http import streamable_http_client
 
     from handbook import acting
-    from handbook.cli_serve import by_audience
-    from handbook.dispatch import call
-    from handbook.http import create_app
-    from handbook.inbox import Inbox
-    from handbook.mcp import http_app
-    from handbook.principals import Principals, add_token
-    from handbook.rpc import register_tools
-    from handbook.stores import SQLiteStore
-    from handbook.tools import BY_NAME
-    from handbook.writable import Writable
+    from handbook.access.principals import Principals, add_token
+    from handbook.cli.serving import by_audience
+    from handbook.inbox.intake import Inbox
+    from handbook.inbox.sqlite_store import SQLiteStore
+    from handbook.inbox.writable import Writable
+    from handbook.serve.http import create_app
+    from handbook.serve.mcp import http_app
+    from handbook.serve.rpc import register_tools
+    from handbook.tools.dispatch import call
+    from handbook.tools.table import BY_NAME
 
     tokens = tmp_path / "tokens"
     token = add_token(tokens, "web")

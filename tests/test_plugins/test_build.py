@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import KEY, KEY_FILE, PUBLIC, ROOT, VALID_DOC, MakeLibrary, run_cli
 
-from handbook.bundle import open_bundle
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import Manifest
+from handbook.bundle.signing import load_private_key
 from handbook.errors import (
     FormatError,
     HashMismatchError,
@@ -19,8 +21,6 @@ from handbook.errors import (
     SignatureError,
     UnlistedFileError,
 )
-from handbook.manifest import Manifest
-from handbook.signing import load_private_key
 from handbook_build import load_config
 from handbook_build.errors import BuildError
 from handbook_build.pipeline import build
@@ -205,7 +205,7 @@ def test_symlinked_file_is_refused(built: Path, tmp_path: Path) -> None:
 
 
 def test_untrusted_key_swapped_signature_and_unsigned(built: Path, tmp_path: Path) -> None:
-    from handbook.signing import generate_private_key
+    from handbook.bundle.signing import generate_private_key
 
     other_pem, other_public = generate_private_key()
     with pytest.raises(SignatureError, match="0 valid signature"):
@@ -216,7 +216,7 @@ def test_untrusted_key_swapped_signature_and_unsigned(built: Path, tmp_path: Pat
     manifest["signatures"][0]["sig"] = (
         __import__("base64").b64encode(other.sign(b"something else")).decode()
     )
-    from handbook import canonical
+    from handbook.bundle import canonical
 
     (bundle / "manifest.json").write_bytes(canonical.dumps(manifest))
     with pytest.raises(SignatureError):
@@ -343,7 +343,7 @@ def test_tools_json_is_valid_json_schema(built: Path) -> None:
     import jsonschema
 
     tools = json.loads((built / "tools.json").read_bytes())["tools"]
-    from handbook.tools import READ_TOOLS
+    from handbook.tools.table import READ_TOOLS
 
     assert [t["name"] for t in tools] == [tool.name for tool in READ_TOOLS]
     for tool in tools:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from conftest import FIXTURES, ROOT, VALID_DOC, MakeLibrary, run_cli
 
-from handbook_build.parse import parse
+from handbook_build.checks.validate import duplicate_ids
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 from handbook_build.rules import RULES
-from handbook_build.source import Text
-from handbook_build.validate import duplicate_ids
 
 HOSTILE = FIXTURES / "hostile"
 REGENERATE = "handbook check --explain --config tests/fixtures/hostile/mkdocs.yml > tests/fixtures/hostile/expected.txt"

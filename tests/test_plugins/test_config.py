@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from handbook_build.config import ConfigError, load_config
+from handbook_build.config.options import OPTIONS, Limits
+from handbook_build.config.settings import ConfigError, load_config
 from handbook_build.mkdocs_plugin import HandbookConfig
-from handbook_build.options import OPTIONS, Limits
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -40,7 +40,7 @@ def test_full_configuration_loads(tmp_path: Path) -> None:
       vocab: {kind: [device, guide], protocol: [modbus]}
       required: [verified]
       limits: {body_warn_chars: 100, body_max_chars: 200}
-      snippet_validators: {yaml: "off", JSON: "handbook_build.snippets:check_json", ini: off}
+      snippet_validators: {yaml: "off", JSON: "handbook_build.checks.snippets:check_json", ini: off}
       rules: {HB401: "off", HB210: error}
       exclude: ["drafts/*"]
 """,
@@ -57,7 +57,7 @@ def test_full_configuration_loads(tmp_path: Path) -> None:
     assert config.limits == Limits(summary_chars=250, body_warn_chars=100, body_max_chars=200)
     assert config.snippet_validators == {
         "yaml": "off",
-        "json": "handbook_build.snippets:check_json",
+        "json": "handbook_build.checks.snippets:check_json",
         "ini": "off",
     }
     assert config.rules == {"HB401": "off", "HB210": "error"}

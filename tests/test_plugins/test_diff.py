@@ -12,8 +12,8 @@ import pytest
 from conftest import PUBLIC, VALID_DOC, run_cli
 from release_helpers import EXAMPLE, build_bundle, substitute
 
-from handbook.signing import generate_private_key
-from handbook_build.pack import pack
+from handbook.bundle.signing import generate_private_key
+from handbook_build.tasks.pack import pack
 
 pytest_plugins = ["release_fixtures"]
 pytestmark = pytest.mark.usefixtures("clean_environment")

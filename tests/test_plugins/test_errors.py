@@ -44,7 +44,11 @@ def test_the_drawn_tree_is_the_tree() -> None:
 
 
 def test_the_old_homes_still_export_their_errors() -> None:
-    from handbook_build import config, frontmatter, pipeline, release, scaffold, seal
+    from handbook_build import pipeline
+    from handbook_build.config import settings as config
+    from handbook_build.read import frontmatter
+    from handbook_build.tasks import release, scaffold
+    from handbook_build.write import seal
 
     assert config.ConfigError is errors.ConfigError
     assert frontmatter.FrontmatterError is errors.FrontmatterError

@@ -17,7 +17,7 @@ import pytest
 from conftest import KEY, ROOT, run_cli
 
 from handbook import Library
-from handbook.manifest import utc_seconds
+from handbook.bundle.manifest import utc_seconds
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -16,13 +16,14 @@ import pytest
 import yaml
 from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, run_cli
 
-from handbook.bundle import Bundle, open_bundle
-from handbook.manifest import utc_seconds
-from handbook.skills_export import SCHEMA, is_skill_name
-from handbook_build import load_config, pages
+from handbook.bundle.local import Bundle, open_bundle
+from handbook.bundle.manifest import utc_seconds
+from handbook.skills.export import SCHEMA, is_skill_name
+from handbook_build import load_config
 from handbook_build.errors import PublishError
-from handbook_build.export import export_skills
 from handbook_build.pipeline import build
+from handbook_build.tasks.export import export_skills
+from handbook_build.write import pages
 
 INDEX = Path(".well-known/agent-skills/index.json")
 

@@ -10,8 +10,9 @@ from conftest import FIXTURES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handbook_build import frontmatter, rules
-from handbook_build.frontmatter import BoolWord, Field, FrontmatterError, Mark, parse
+from handbook_build import rules
+from handbook_build.read import frontmatter
+from handbook_build.read.frontmatter import BoolWord, Field, FrontmatterError, Mark, parse
 
 BOMB = FIXTURES / "hostile" / "docs" / "hb205-alias-bomb.md"
 

@@ -16,7 +16,12 @@ import pytest
 import handbook_build
 
 BLOCKED = ("mkdocs", "material", "properdocs")
-MODULES = {p.stem for d in handbook_build.__path__ for p in Path(d).glob("*.py")} - {"__init__"}
+MODULES = {
+    ".".join(p.relative_to(d).with_suffix("").parts).removesuffix(".__init__")
+    for d in handbook_build.__path__
+    for p in Path(d).rglob("*.py")
+} - {"__init__"}
+"""Every module and folder of the build side, dotted below `handbook_build`."""
 
 PROBE = textwrap.dedent(
     """
@@ -35,16 +40,17 @@ PROBE = textwrap.dedent(
 
     import handbook_build
     after_package = ours()
-    import handbook_build.pages, handbook_build.config
+    import handbook_build.write.pages, handbook_build.config.settings
     after_leaves = ours()
     from handbook_build import check, load_config
     loaded, refused = [], {}
-    for info in pkgutil.iter_modules(handbook_build.__path__):
+    for info in pkgutil.walk_packages(handbook_build.__path__, "handbook_build."):
+        name = info.name.removeprefix("handbook_build.")
         try:
-            importlib.import_module(f"handbook_build.{info.name}")
-            loaded.append(info.name)
+            importlib.import_module(info.name)
+            loaded.append(name)
         except ImportError as exc:
-            refused[info.name] = str(exc)
+            refused[name] = str(exc)
     print(json.dumps({
         "after_package": after_package,
         "after_leaves": after_leaves,
@@ -82,6 +88,8 @@ def test_the_package_and_its_leaves_load_only_what_they_need(probe: dict[str, An
     result = probe
     assert result["after_package"] == []
     assert "handbook_build.pipeline" not in result["after_leaves"]
-    assert "handbook_build.emit" not in result["after_leaves"]
-    assert {"handbook_build.pages", "handbook_build.config"} <= set(result["after_leaves"])
-    assert result["exports"] == ["handbook_build.pipeline", "handbook_build.config"]
+    assert "handbook_build.write.emit" not in result["after_leaves"]
+    assert {"handbook_build.write.pages", "handbook_build.config.settings"} <= set(
+        result["after_leaves"]
+    )
+    assert result["exports"] == ["handbook_build.pipeline", "handbook_build.config.settings"]

@@ -14,10 +14,10 @@ from conftest import VALID_DOC, MakeLibrary, run_cli
 from reviewers import key_file, reviews_option
 
 from handbook import Library
-from handbook.dispatch import call
-from handbook.inbox import Inbox
-from handbook.stores import SQLiteStore
-from handbook.writable import Writable
+from handbook.inbox.intake import Inbox
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.writable import Writable
+from handbook.tools.dispatch import call
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -15,10 +15,10 @@ from conftest import KEY, KEY_PEM, PUBLIC
 from markdown_it import MarkdownIt
 from pymdownx.snippets import SnippetPreprocessor
 
-from handbook.library import Library
+from handbook.libraries.library import Library
 from handbook_build import load_config, pipeline
-from handbook_build.includes import Configured, configured
 from handbook_build.pipeline import build, check
+from handbook_build.read.includes import Configured, configured
 
 DOC = """\
 ---

@@ -19,8 +19,8 @@ import yaml
 from conftest import FIXTURES
 from release_helpers import commit_all, git, init, new_repository
 
-from handbook_build import install
-from handbook_build.install import ASK, pip_url
+from handbook_build.tasks import install
+from handbook_build.tasks.install import ASK, pip_url
 
 pytest_plugins = ["release_fixtures"]
 pytestmark = pytest.mark.usefixtures("clean_environment")

@@ -16,11 +16,11 @@ from hostile_site import SITE_NAME, write_library
 from markdown_it import MarkdownIt
 from site_helpers import mkdocs_build
 
-from handbook.bundle import open_bundle
-from handbook.catalog import Catalog
+from handbook.bundle.catalog import Catalog
+from handbook.bundle.local import open_bundle
 from handbook_build import load_config
-from handbook_build.llms import llms_full_txt
 from handbook_build.pipeline import build
+from handbook_build.write.llms import llms_full_txt
 
 HEAD = """\
 # Plant floor handbook (example)

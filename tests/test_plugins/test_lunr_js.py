@@ -26,11 +26,11 @@ from typing import Any
 import lunr
 import pytest
 
-from handbook.bundle import Bundle
-from handbook_build.config import load_config
-from handbook_build.emit import attached_entries, doc_key, index_entries
-from handbook_build.lunr_index import FIELDS, Entry
+from handbook.bundle.local import Bundle
+from handbook_build.config.settings import load_config
 from handbook_build.pipeline import build, check
+from handbook_build.write.emit import attached_entries, doc_key, index_entries
+from handbook_build.write.lunr_index import FIELDS, Entry
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT
 
-from handbook.bundle import open_bundle
-from handbook.signing import generate_private_key
+from handbook.bundle.local import open_bundle
+from handbook.bundle.signing import generate_private_key
 
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 

@@ -18,11 +18,11 @@ import pytest
 from conftest import KEY, PUBLIC, run_cli
 from release_helpers import EPOCH
 
-import handbook.archive
-from handbook.bundle import open_bundle
-from handbook.manifest import MANIFEST, Manifest
-from handbook.signing import generate_private_key
-from handbook_build.pack import pack
+import handbook.bundle.archive
+from handbook.bundle.local import open_bundle
+from handbook.bundle.manifest import MANIFEST, Manifest
+from handbook.bundle.signing import generate_private_key
+from handbook_build.tasks.pack import pack
 
 pytest_plugins = ["release_fixtures"]
 pytestmark = pytest.mark.usefixtures("clean_environment")
@@ -99,8 +99,8 @@ def test_pack_headers_are_normalised(v1: Path, v1_archive: Path) -> None:
 
 def with_extra_file(v1: Path, tmp_path: Path, name: str, data: bytes) -> Path:
     """A copy of the bundle that also lists `name` (valid: any safe path), re-signed."""
-    from handbook.manifest import FileEntry
-    from handbook.signing import MANIFEST_TAG, sign
+    from handbook.bundle.manifest import FileEntry
+    from handbook.bundle.signing import MANIFEST_TAG, sign
 
     copy = tmp_path / "bundle"
     shutil.copytree(v1.resolve(), copy)
@@ -126,7 +126,7 @@ def test_pack_writes_every_folder_before_its_files(v1: Path, tmp_path: Path) -> 
 
 
 def test_pack_names_a_long_path_in_a_pax_header(v1: Path, tmp_path: Path) -> None:
-    """Written by `handbook.tarstream`, read back the same by `tarfile` and by `verify`."""
+    """Written by `handbook.bundle.tarstream`, read back the same by `tarfile` and by `verify`."""
     name = "extra/" + "long-" * 40 + ".txt"  # over the 100 bytes of a ustar name
     pack(with_extra_file(v1, tmp_path, name, b"hello"), tmp_path / "long.tar.gz")
     members = {m.name: (m, data) for m, data in members_of(tmp_path / "long.tar.gz")}
@@ -296,20 +296,20 @@ def test_verify_caps_members_and_size_before_unpacking(
     """From the manifest's listing first; then entry by entry, folders included."""
     files = len(Manifest.from_bytes(members_of(v1_archive)[0][1] or b"").signed.files)
     prefix = f"refused: {v1_archive}: "
-    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
+    monkeypatch.setattr(handbook.bundle.archive, "MAX_MEMBERS", 5)
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
     assert run.exit_code == 1
     assert (
         run.stderr
         == f"{prefix}{files + 1} files with the manifest, over the 5 a bundle archive may have\n"
     )
-    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", files + 1)  # the folder is one more
+    monkeypatch.setattr(handbook.bundle.archive, "MAX_MEMBERS", files + 1)  # the folder is one more
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
     assert run.exit_code == 1
     assert run.stderr.startswith(f"{prefix}entry {files + 2} (")
     assert run.stderr.endswith(f") is over the {files + 1} a bundle archive may have\n")
-    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 200_000)
-    monkeypatch.setattr(handbook.archive, "MAX_TOTAL_BYTES", 1000)
+    monkeypatch.setattr(handbook.bundle.archive, "MAX_MEMBERS", 200_000)
+    monkeypatch.setattr(handbook.bundle.archive, "MAX_TOTAL_BYTES", 1000)
     run = run_cli("verify", str(v1_archive), "--key", PUBLIC)
     assert run.exit_code == 1
     assert run.stderr.startswith(f"{prefix}the manifest lists ")
@@ -320,7 +320,7 @@ def test_pack_refuses_a_bundle_over_the_readers_caps(
     v1: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An archive that `verify` would refuse is never written."""
-    monkeypatch.setattr(handbook.archive, "MAX_MEMBERS", 5)
+    monkeypatch.setattr(handbook.bundle.archive, "MAX_MEMBERS", 5)
     out = tmp_path / "bundle.tar.gz"
     run = run_cli("pack", str(v1), "-o", str(out))
     assert run.exit_code == 1

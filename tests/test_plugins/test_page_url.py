@@ -11,7 +11,7 @@ from conftest import REAL_SITES, ROOT, shared_data
 from mkdocs.structure.files import File
 from mkdocs.utils import markdown_extensions
 
-from handbook_build.pages import page_url
+from handbook_build.write.pages import page_url
 
 REAL_ROOTS = (
     "mkdocs/docs",

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mkdocs.utils.meta import get_data
 
-from handbook.catalog import DocEntry, LibraryInfo
-from handbook_build import pages
+from handbook.bundle.catalog import DocEntry, LibraryInfo
+from handbook_build.write import pages
 
 LIBRARY = LibraryInfo(
     name="plant-floor",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import markdown
 import pytest
 
-from handbook_build.parse import Doc, parse
-from handbook_build.source import Text
+from handbook_build.read.parse import Doc, parse
+from handbook_build.read.source import Text
 
 FRONT = "---\nid: t\n---\n"  # the body starts on line 4
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 from conftest import MakeLibrary, run_cli
 
-from handbook_build.parse import parse
-from handbook_build.personal_data import (
+from handbook_build.checks.personal_data import (
     NOTHING_ALLOWED,
     Allowed,
     card_valid,
@@ -17,7 +16,8 @@ from handbook_build.personal_data import (
     iban_valid,
     scan,
 )
-from handbook_build.source import Text
+from handbook_build.read.parse import parse
+from handbook_build.read.source import Text
 
 FM = "---\nid: a\ntitle: A\nkind: guide\nsummary: A doc.\n---\n"
 """Six lines: a body's first line is line 7 of the file."""

@@ -11,8 +11,8 @@ from conftest import FIXTURES, run_cli
 
 from handbook_build import load_config
 from handbook_build.errors import PublishError
-from handbook_build.pin import pinned, plan, write
 from handbook_build.pipeline import check
+from handbook_build.tasks.pin import pinned, plan, write
 
 ADOPTED = FIXTURES / "adopted"
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handbook_build import check
-from handbook_build.config import from_options
+from handbook_build.config.settings import from_options
 
 FIELD = st.sampled_from(["id", "title", "kind", "summary", "keywords", "verified", "x"])
 SCALAR = st.one_of(

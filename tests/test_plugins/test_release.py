@@ -14,9 +14,9 @@ import pytest
 from conftest import KEY_FILE, PUBLIC, VALID_DOC, run_cli
 from release_helpers import commit_all, git, init, new_repository
 
-from handbook.bundle import open_bundle
+from handbook.bundle.local import open_bundle
 from handbook_build import load_config
-from handbook_build.pack import pack
+from handbook_build.tasks.pack import pack
 
 pytest_plugins = ["release_fixtures"]
 pytestmark = pytest.mark.usefixtures("clean_environment")

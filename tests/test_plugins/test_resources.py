@@ -17,7 +17,7 @@ from conftest import KEY, ROOT, MakeLibrary, run_cli
 from handbook import HashMismatchError, Library
 from handbook_build import load_config
 from handbook_build.pipeline import build
-from handbook_build.source import discover
+from handbook_build.read.source import discover
 
 EXAMPLE = ROOT / "examples" / "skills"
 
@@ -193,8 +193,8 @@ def test_a_catalog_pointing_outside_its_files_is_refused(example: Path, tmp_path
     """A signed catalog whose resource entry disagrees with the manifest is not served."""
     import json
 
-    from handbook.bundle import check_agreement
-    from handbook.catalog import Catalog
+    from handbook.bundle.catalog import Catalog
+    from handbook.bundle.local import check_agreement
     from handbook.errors import FormatError
 
     lib = built(example, tmp_path / "bundle")
@@ -219,8 +219,8 @@ def test_attached_files_through_cli_http_and_mcp(example: Path, tmp_path: Path) 
     from conftest import get_json, live, request
     from mcp import Client
 
-    from handbook.http import create_app
-    from handbook.mcp import http_app
+    from handbook.serve.http import create_app
+    from handbook.serve.mcp import http_app
 
     lib = built(example, tmp_path / "bundle")
     table = (example / "docs/devices/ac300/registers.csv").read_text()

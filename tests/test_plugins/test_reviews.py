@@ -17,13 +17,13 @@ from conftest import KEY, PUBLIC, VALID_DOC, MakeLibrary, Run, run_cli
 from reviewers import DAY, T0, invalidation, key_file, keyid, review, reviews_option
 
 from handbook import Library
-from handbook.manifest import utc_time
-from handbook.records import MAX_BASIS_CHARS, MAX_EVIDENCE, Record, Review, from_dict
+from handbook.bundle.manifest import utc_time
+from handbook.pedigree.records import MAX_BASIS_CHARS, MAX_EVIDENCE, Record, Review, from_dict
 from handbook_build import load_config
-from handbook_build.emit import entry_of
+from handbook_build.checks.reviews import write_record
 from handbook_build.errors import BuildError
 from handbook_build.pipeline import build, check
-from handbook_build.reviews import write_record
+from handbook_build.write.emit import entry_of
 
 AT = utc_time(T0)
 GUIDE = VALID_DOC.format(id="guide.a")

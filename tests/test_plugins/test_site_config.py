@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from handbook_build.config import ConfigError, load_config
-from handbook_build.site_config import find
+from handbook_build.config.settings import ConfigError, load_config
+from handbook_build.config.site_config import find
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:

@@ -15,9 +15,9 @@ import pytest
 from hostile_site import BODY_SCRIPT, DOCS, PAGES, SITE_NAME, build_site, fields, titles
 from markdown_it import MarkdownIt
 
-from handbook.catalog import Catalog
-from handbook_build import pages
-from handbook_build.unsafe_html import URL_ATTRIBUTES, unsafe_scheme
+from handbook.bundle.catalog import Catalog
+from handbook_build.checks.unsafe_html import URL_ATTRIBUTES, unsafe_scheme
+from handbook_build.write import pages
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from conftest import VALID_DOC, MakeLibrary, run_cli
 
 from handbook import Library
 from handbook_build import load_config
-from handbook_build.adopt import exported_fields
+from handbook_build.checks.adopt import exported_fields
 from handbook_build.pipeline import build
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import MakeLibrary, run_cli
 
-from handbook_build.snippets import check_json, check_toml, check_yaml
+from handbook_build.checks.snippets import check_json, check_toml, check_yaml
 
 DOC = """\
 ---

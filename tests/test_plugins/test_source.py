@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import VALID_DOC, MakeLibrary, run_cli
 
-from handbook_build.source import Text, discover, read, unportable
+from handbook_build.read.source import Text, discover, read, unportable
 
 
 def doc(doc_id: str) -> str:

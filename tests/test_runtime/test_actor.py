@@ -16,13 +16,13 @@ import pytest
 from conftest import PUBLIC, live
 
 from handbook import Actor, Library, RemoteLibrary, acting
-from handbook.actor import ActorError, actor_of, from_details, from_headers, from_meta
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.principals import Principals
-from handbook.request_log import RequestLog
-from handbook.rpc import register_tools
+from handbook.access.actor import ActorError, actor_of, from_details, from_headers, from_meta
+from handbook.access.principals import Principals
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.serve.request_log import RequestLog
+from handbook.serve.rpc import register_tools
+from handbook.tools.dispatch import call
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
@@ -184,7 +184,7 @@ def test_the_actor_is_never_a_tool_parameter(library: Library) -> None:
 
 
 def test_an_actor_alone_keeps_who_is_asking() -> None:
-    from handbook.audiences import CURRENT_PRINCIPAL
+    from handbook.libraries.audiences import CURRENT_PRINCIPAL
 
     with acting(None, "ops"):
         with acting(Actor(actor="x")):  # an RPC call's details inside a principal's request

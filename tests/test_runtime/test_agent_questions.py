@@ -17,8 +17,8 @@ import pytest
 from conftest import ROOT
 
 from handbook import Library
-from handbook.query import MAX_TERMS, parse
-from handbook.query_terms import fit
+from handbook.search.query import MAX_TERMS, parse
+from handbook.search.query_terms import fit
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -155,7 +155,7 @@ semantic = pytest.importorskip  # the extra's modules, imported only by these te
 @pytest.fixture(scope="module")
 def semantic_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     semantic("numpy")
-    encoder = pytest.importorskip("handbook.encoder")
+    encoder = pytest.importorskip("handbook.search.encoder")
     try:
         encoder.model_dir()
     except LookupError:
@@ -197,7 +197,7 @@ def test_golden_vector_of_the_numpy_encoder() -> None:
     """all-MiniLM-L6-v2's published embedding of this sentence (sentence-transformers),
     first six dimensions: the numpy forward pass must reproduce it."""
     np = semantic("numpy")
-    encoder = pytest.importorskip("handbook.encoder")
+    encoder = pytest.importorskip("handbook.search.encoder")
     try:
         model = encoder.Encoder(encoder.model_dir())
     except LookupError:

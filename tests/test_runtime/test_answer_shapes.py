@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT
 
 from handbook import Library
-from handbook.tool_model import Tool
-from handbook.tools import READ_TOOLS, TOOLS
+from handbook.tools.model import Tool
+from handbook.tools.table import READ_TOOLS, TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

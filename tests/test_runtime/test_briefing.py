@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook import Library
-from handbook.manifest import utc_seconds
-from handbook.signing import public_key_of
+from handbook.bundle.manifest import utc_seconds
+from handbook.bundle.signing import public_key_of
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from handbook import canonical, manifest
-from handbook.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, CanonicalError
+from handbook.bundle import canonical, manifest
+from handbook.bundle.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, CanonicalError
 from handbook.errors import BundleError, FormatError
 
 WHAT = "thing.json"

@@ -15,11 +15,11 @@ from conftest import KEY, PUBLIC, ROOT
 from test_format_versions import relist, rewrite
 
 from handbook import Library
-from handbook.bundle import open_bundle
-from handbook.catalog import Catalog
-from handbook.catalog_offsets import CatalogOffsets, write
+from handbook.bundle.catalog import Catalog
+from handbook.bundle.catalog_offsets import CatalogOffsets, write
+from handbook.bundle.layout import CATALOG, CATALOG_OFFSETS
+from handbook.bundle.local import open_bundle
 from handbook.errors import FormatError, HashMismatchError
-from handbook.layout import CATALOG, CATALOG_OFFSETS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

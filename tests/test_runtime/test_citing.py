@@ -11,7 +11,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, run_cli
 
 from handbook import Library, Shelf
-from handbook.citing import AllowedSources
+from handbook.handlers.citing import AllowedSources
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import PUBLIC, run_cli
 
 from handbook import Library
-from handbook.signing import TRUSTED_KEYS_ENV
+from handbook.bundle.signing import TRUSTED_KEYS_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ import pytest
 from conftest import loopback_server
 
 from handbook import Library, RemoteLibrary
-from handbook.http import create_app
+from handbook.serve.http import create_app
 
 uvicorn = pytest.importorskip("uvicorn")
 

@@ -1,4 +1,4 @@
-"""`collect` and `ask` (handbook.collect), exact revisions in `get`, the `Shelf` over two
+"""`collect` and `ask` (handbook.handlers.collect), exact revisions in `get`, the `Shelf` over two
 libraries that share ids, and the transports that carry collect and ask: MCP over
 streamable HTTP (the SDK's client), the JSON API, RPC registration and the CLI.
 
@@ -18,11 +18,11 @@ import anyio
 import pytest
 from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, get_json, live, run_cli
 
-import handbook.ask as ha
-import handbook.collect as hc
+import handbook.handlers.ask as ha
+import handbook.handlers.collect as hc
 from handbook import Library, Shelf
-from handbook.http import create_app
-from handbook.rpc import register_tools
+from handbook.serve.http import create_app
+from handbook.serve.rpc import register_tools
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -805,7 +805,7 @@ def test_shelf_refuses_two_libraries_with_one_name(
 
 @pytest.fixture(scope="module")
 def server(library: Library) -> Iterator[tuple[str, int]]:
-    from handbook.mcp import http_app
+    from handbook.serve.mcp import http_app
 
     with live(create_app(library, mcp=http_app(library))) as address:
         yield address

@@ -16,8 +16,8 @@ import pytest
 from conftest import KEY, PUBLIC, run_cli
 
 from handbook import FormatError, Library
-from handbook.canonical import dumps
-from handbook.signing import MANIFEST_TAG, sign
+from handbook.bundle.canonical import dumps
+from handbook.bundle.signing import MANIFEST_TAG, sign
 
 
 def rewrite(built: Path, tmp_path: Path, change: Callable[[Path, dict[str, Any]], None]) -> Path:

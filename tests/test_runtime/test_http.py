@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handbook import Library
-from handbook.http import create_app
-from handbook.reloader import Reloader
-from handbook.tools import READ_TOOLS
+from handbook.libraries.reloader import Reloader
+from handbook.serve.http import create_app
+from handbook.tools.table import READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -20,7 +20,12 @@ def test_runtime_imports_without_build_side_libraries() -> None:
     loaded = set(json.loads(out))
     assert not {m for m in loaded if m.split(".")[0] in BUILD_SIDE}
     # the network stack comes with the first URL or RemoteLibrary, not with every agent
-    assert not loaded & {"urllib.request", "http.client", "handbook.remote", "handbook.web"}
+    assert not loaded & {
+        "urllib.request",
+        "http.client",
+        "handbook.bundle.remote",
+        "handbook.bundle.web",
+    }
 
 
 def test_public_surface_is_declared() -> None:

@@ -16,15 +16,16 @@ from conftest import live, request
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook import Library
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.inbox import Inbox
-from handbook.inbox_records import TAGS, payload, record_id, sign
-from handbook.mcp import http_app
-from handbook.signing import public_key_of, signing_input
-from handbook.stores import Caps, SQLiteStore
-from handbook.tools import WRITE_TOOLS, definitions
-from handbook.writable import Writable
+from handbook.bundle.signing import public_key_of, signing_input
+from handbook.inbox.intake import Inbox
+from handbook.inbox.records import TAGS, payload, record_id, sign
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.store import Caps
+from handbook.inbox.writable import Writable
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.tools.dispatch import call
+from handbook.tools.table import WRITE_TOOLS, definitions
 
 AC200 = "device.acme.ac200"
 AGENT = Ed25519PrivateKey.from_private_bytes(bytes([7]) * 32)
@@ -278,8 +279,8 @@ def test_the_operators_page_escapes_what_agents_wrote(library: Library, store_pa
 def test_the_inbox_page_shows_the_newest_of_the_audience_s_records(tmp_path: Path) -> None:
     """More open records than a page, two audiences interleaved: the page holds the newest
     page-full of the asking audience's, and none of the other's."""
-    from handbook.http import MAX_INBOX_PAGE, _inbox_page
-    from handbook.stores import Stored
+    from handbook.inbox.store import Stored
+    from handbook.serve.http import MAX_INBOX_PAGE, _inbox_page
 
     store = SQLiteStore(tmp_path / "inbox.db")
     caps = Caps(per_principal_per_hour=10_000, open_per_doc=10_000)

@@ -22,17 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lunr.index import Index
 
-import handbook.query
-from handbook import (
-    BundleError,
-    HashMismatchError,
-    Library,
-    MissingFileError,
-    SignatureError,
-)
-from handbook.manifest import Manifest
-from handbook.search import SearchIndex
-from handbook.signing import (
+import handbook.search.query
+from handbook import BundleError, HashMismatchError, Library, MissingFileError, SignatureError
+from handbook.bundle.manifest import Manifest
+from handbook.bundle.signing import (
     MANIFEST_TAG,
     TRUSTED_KEYS_ENV,
     generate_private_key,
@@ -40,7 +33,8 @@ from handbook.signing import (
     public_key_of,
     sign,
 )
-from handbook.stemmer import stem
+from handbook.search.index import SearchIndex
+from handbook.search.stemmer import stem
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -587,7 +581,7 @@ def _stems(text: str) -> set[str]:
 )
 def test_search_excerpt_shows_a_matched_word(lib: Library, query: str) -> None:
     """When the hit's text holds a matched word, the excerpt shows one."""
-    terms = {c.term for c in handbook.query.parse(query)}
+    terms = {c.term for c in handbook.search.query.parse(query)}
     hits = lib.search(query, limit=100)["hits"]
     assert hits
     shown = 0
@@ -1063,7 +1057,7 @@ LUNR_QUERIES = [
 
 def _index_hits(index: SearchIndex, query: str) -> list[Any]:
     """Every hit, best first (SearchIndex.search returns hits, or (total, hits))."""
-    found: Any = index.search(handbook.query.parse(query))
+    found: Any = index.search(handbook.search.query.parse(query))
     return list(found[1] if isinstance(found, tuple) else found)
 
 

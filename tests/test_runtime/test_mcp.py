@@ -15,10 +15,10 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, live, request
 
 from handbook import Library
-from handbook.gate import host_names
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.tools import READ_TOOLS
+from handbook.serve.gate import host_names
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.tools.table import READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

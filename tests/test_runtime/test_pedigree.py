@@ -17,12 +17,12 @@ from conftest import KEY, PUBLIC, MakeLibrary, live, run_cli
 from reviewers import DAY, NAMES, T0, invalidation, keyid, review, reviews_option
 
 from handbook import Library
-from handbook.catalog import DocEntry
-from handbook.pedigree import Ledger, Policy
-from handbook.records import Invalidation, Record, Review
+from handbook.bundle.catalog import DocEntry
+from handbook.pedigree.derived import Ledger, Policy
+from handbook.pedigree.records import Invalidation, Record, Review
 from handbook_build import load_config
+from handbook_build.checks.reviews import write_record
 from handbook_build.pipeline import build
-from handbook_build.reviews import write_record
 
 R1, R2 = "1" * 64, "2" * 64
 HORIZON = 30 * DAY
@@ -513,9 +513,9 @@ def test_every_transport_shows_the_same_pedigree(reviewed_site: Site, name: str)
     from test_transports import cli_call, http_get, http_post, mcp_call, python_call, rpc_call
 
     from handbook import RemoteLibrary
-    from handbook.dispatch import call
-    from handbook.http import create_app
-    from handbook.mcp import http_app
+    from handbook.serve.http import create_app
+    from handbook.serve.mcp import http_app
+    from handbook.tools.dispatch import call
 
     served, arguments = reviewed_site.library, TRANSPORT_CALLS[name]
     expected = python_call(served, name, arguments)

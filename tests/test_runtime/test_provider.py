@@ -14,13 +14,13 @@ import pytest
 from conftest import ROOT
 
 from handbook import Library
-from handbook.actor import Actor
-from handbook.audiences import AudienceRouter
-from handbook.client import RemoteLibrary
+from handbook.access.actor import Actor
+from handbook.access.principals import Principals
 from handbook.errors import BundleError
-from handbook.principals import Principals
-from handbook.provider import HandbookProvider
-from handbook.served import Served
+from handbook.libraries.audiences import AudienceRouter
+from handbook.libraries.client import RemoteLibrary
+from handbook.libraries.provider import HandbookProvider
+from handbook.tools.served import Served
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

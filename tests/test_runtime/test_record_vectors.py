@@ -16,9 +16,9 @@ import pytest
 from conftest import ROOT
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook import canonical
-from handbook.records import from_dict, record_id, verify
-from handbook.signing import PublicKey
+from handbook.bundle import canonical
+from handbook.bundle.signing import PublicKey
+from handbook.pedigree.records import from_dict, record_id, verify
 
 VECTORS = ROOT / "tests" / "vectors" / "records"
 CASES: list[dict[str, Any]] = json.loads((VECTORS / "records.json").read_text(encoding="utf-8"))
@@ -47,7 +47,7 @@ def test_the_vectors_cover_both_kinds_of_record() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=by_name)
 def test_signing_input_is_length_prefixed_tag_then_canonical_payload(case: dict[str, Any]) -> None:
-    """Recomputed from the spec, not from `handbook.records`: uint16be(len(tag)) || tag ||
+    """Recomputed from the spec, not from `handbook.pedigree.records`: uint16be(len(tag)) || tag ||
     canonical(payload)."""
     tag = case["tag"].encode("ascii")
     expected = len(tag).to_bytes(2, "big") + tag + canonical.dumps(case["payload"])

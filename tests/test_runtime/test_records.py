@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from reviewers import T0, invalidation, keyid, private, review
 
-from handbook import canonical, signing
+from handbook.bundle import canonical, signing
+from handbook.bundle.signing import MANIFEST_TAG, PublicKey, public_key_of
 from handbook.errors import SignatureError
-from handbook.records import (
+from handbook.pedigree.records import (
     INVALIDATION_TAG,
     MAX_BASIS_CHARS,
     MAX_EVIDENCE,
@@ -35,7 +36,6 @@ from handbook.records import (
     to_dict,
     verify,
 )
-from handbook.signing import MANIFEST_TAG, PublicKey, public_key_of
 
 REVISION = "ab" * 32
 DECLARED = {keyid(name): public_key_of(private(name)) for name in ("alice", "bob")}

@@ -29,7 +29,7 @@ from handbook import (
     RollbackError,
     SignatureError,
 )
-from handbook.signing import generate_private_key, load_private_key
+from handbook.bundle.signing import generate_private_key, load_private_key
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -249,7 +249,7 @@ def test_endless_and_slow_transfers_are_cut_off(
 def test_an_oversized_manifest_is_refused_before_parsing(
     server: str, dirs: dict[str, Path], bundles: dict[str, dict[str, bytes]]
 ) -> None:
-    from handbook.manifest import MAX_MANIFEST_BYTES
+    from handbook.bundle.manifest import MAX_MANIFEST_BYTES
 
     bundles["huge"] = {"manifest.json": b"{" + b" " * (MAX_MANIFEST_BYTES + 10) + b"}"}
     try:

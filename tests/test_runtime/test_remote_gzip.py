@@ -19,8 +19,8 @@ import pytest
 from conftest import PUBLIC, live, loopback_server
 
 from handbook import Library
-from handbook.http import create_app
-from handbook.layout import SEARCH
+from handbook.bundle.layout import SEARCH
+from handbook.serve.http import create_app
 
 QUERY = "register map"
 DOC = "device.acme.ac200"

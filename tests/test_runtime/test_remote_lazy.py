@@ -22,7 +22,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, loopback_server
 
 from handbook import Library
-from handbook.layout import CATALOG, CATALOG_OFFSETS, MANIFEST, SEARCH
+from handbook.bundle.layout import CATALOG, CATALOG_OFFSETS, MANIFEST, SEARCH
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

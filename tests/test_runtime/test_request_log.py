@@ -18,11 +18,11 @@ import pytest
 from conftest import PUBLIC, get_json, live
 
 from handbook import Library
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.principals import Principals
-from handbook.request_log import KEY_ENV, RequestLog, returned
+from handbook.access.principals import Principals
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.serve.request_log import KEY_ENV, RequestLog, returned
+from handbook.tools.dispatch import call
 
 mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from handbook import Library
-from handbook.rpc import DEFAULT_TOPICS, register_tools
-from handbook.tools import READ_TOOLS
+from handbook.serve.rpc import DEFAULT_TOPICS, register_tools
+from handbook.tools.table import READ_TOOLS
 
 READ_TOPICS = {DEFAULT_TOPICS[tool.verb] for tool in READ_TOOLS}
 """What a library served without an inbox registers: the write tools are not served."""

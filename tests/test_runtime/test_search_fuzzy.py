@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handbook.fuzzy import fuzzy as _fuzzy
+from handbook.search.fuzzy import fuzzy as _fuzzy
 
 
 def osa(a: str, b: str) -> int:

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from conftest import KEY, REAL_SITES, shared_data
 
-import handbook.search as search_module
+import handbook.search.index as search_module
 from handbook import FormatError
-from handbook import search_format as fmt
-from handbook.query import QueryError, parse
-from handbook.search import SearchIndex
+from handbook.search import file_format as fmt
+from handbook.search.index import SearchIndex
+from handbook.search.query import QueryError, parse
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -18,9 +18,9 @@ import pytest
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from handbook import canonical, signing
+from handbook.bundle import canonical, signing
+from handbook.bundle.signing import PublicKey
 from handbook.errors import KeyFormatError, SignatureError
-from handbook.signing import PublicKey
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "ed25519"  # README: source, license
 

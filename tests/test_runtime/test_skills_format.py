@@ -15,10 +15,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from handbook.catalog import Catalog, DocEntry, LibraryInfo, Resource
+from handbook.bundle.catalog import Catalog, DocEntry, LibraryInfo, Resource
 from handbook.errors import SkillsError
-from handbook.skill_md import quoted, skill_md
-from handbook.skills_export import MAX_NAME, is_skill_name, skill_name, skills
+from handbook.skills.export import MAX_NAME, is_skill_name, skill_name, skills
+from handbook.skills.skill_md import quoted, skill_md
 
 
 def doc(doc_id: str, **fields: Any) -> DocEntry:

@@ -15,7 +15,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, get_json, live, request, run_cli
 
 from handbook import Library, Shelf
-from handbook.http import create_app
+from handbook.serve.http import create_app
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -18,15 +18,15 @@ from reviewers import reviews_option
 from test_serve_command import serving
 
 from handbook import Library
+from handbook.access.principals import Principals
 from handbook.answers import PublishStatus, StatisticsRow, StatusAnswer
-from handbook.audiences import CURRENT_PRINCIPAL, AudienceRouter
-from handbook.bundle import open_bundle
-from handbook.principals import Principals
-from handbook.publish_report import MAX_REPORT_BYTES, make_report, write_report
-from handbook.schemas import STATUS
-from handbook.shelf import Shelf
-from handbook.snapshot import Snapshot
-from handbook.statistics import statistics_rows
+from handbook.bundle.local import open_bundle
+from handbook.bundle.publish_report import MAX_REPORT_BYTES, make_report, write_report
+from handbook.handlers.snapshot import Snapshot
+from handbook.handlers.statistics import statistics_rows
+from handbook.libraries.audiences import CURRENT_PRINCIPAL, AudienceRouter
+from handbook.libraries.shelf import Shelf
+from handbook.tools.schemas import STATUS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -278,9 +278,9 @@ Check the valve of {id} first.
 def _resealed(bundle: Path, catalog: dict[str, Any], out: Path) -> Path:
     """An unsigned copy of `bundle` with `catalog` as its catalog (and no offsets file),
     the manifest listing the new bytes."""
-    from handbook.canonical import dumps as canonical
-    from handbook.layout import CATALOG, CATALOG_OFFSETS, MANIFEST
-    from handbook.manifest import Manifest
+    from handbook.bundle.canonical import dumps as canonical
+    from handbook.bundle.layout import CATALOG, CATALOG_OFFSETS, MANIFEST
+    from handbook.bundle.manifest import Manifest
 
     shutil.copytree(bundle.resolve(), out)
     data = json.dumps(catalog, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()

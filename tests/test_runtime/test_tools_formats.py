@@ -12,8 +12,8 @@ import pytest
 import yaml
 from conftest import run_cli
 
-from handbook.tool_formats import FORMATS, convert
-from handbook.tools import READ_TOOLS
+from handbook.tools.formats import FORMATS, convert
+from handbook.tools.table import READ_TOOLS
 
 NAMES = [tool.name for tool in READ_TOOLS]
 

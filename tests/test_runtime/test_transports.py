@@ -21,11 +21,11 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, get_json, live, run_cli
 
 from handbook import Library, RemoteLibrary, Shelf
-from handbook.dispatch import call
-from handbook.http import create_app
-from handbook.mcp import http_app
-from handbook.rpc import register_tools
-from handbook.tools import BY_NAME, READ_TOOLS
+from handbook.serve.http import create_app
+from handbook.serve.mcp import http_app
+from handbook.serve.rpc import register_tools
+from handbook.tools.dispatch import call
+from handbook.tools.table import BY_NAME, READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from handbook import canonical
-from handbook.manifest import Manifest
-from handbook.signing import PublicKey, verify
+from handbook.bundle import canonical
+from handbook.bundle.manifest import Manifest
+from handbook.bundle.signing import PublicKey, verify
 
 VECTORS = ROOT / "tests" / "vectors"
 sys.path.insert(0, str(VECTORS))

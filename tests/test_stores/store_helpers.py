@@ -17,7 +17,8 @@ from typing import Any
 
 from pg_server import PgServer
 
-from handbook.stores import SQLiteStore, Store, Stored
+from handbook.inbox.sqlite_store import SQLiteStore
+from handbook.inbox.store import Store, Stored
 
 T0 = 1_700_000_000
 WORKER = Path(__file__).resolve().parent / "store_worker.py"
@@ -109,7 +110,7 @@ def open_store(spec: str, timeout: float = 30.0) -> Store:
     kind, _, location = spec.partition(":")
     if kind == "sqlite":
         return SQLiteStore(location, timeout=timeout)
-    from handbook.pg_store import PostgresStore
+    from handbook.inbox.pg_store import PostgresStore
 
     return PostgresStore(location, max_size=16, timeout=timeout)
 

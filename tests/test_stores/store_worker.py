@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # store_helpers, and pg_server beside tests/
 from store_helpers import T0, all_records, open_store  # noqa: E402
 
-from handbook.stores import Caps, Store, Stored  # noqa: E402
+from handbook.inbox.store import Caps, Store, Stored  # noqa: E402
 
 NO_CAPS = Caps(per_principal_per_hour=10**9, open_per_doc=10**9)
 

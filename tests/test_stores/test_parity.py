@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from store_helpers import T0, Site, check_consistent, open_store, record
 
-from handbook.stores import (
+from handbook.inbox.store import (
     HOUR,
     MIGRATIONS,
     Caps,

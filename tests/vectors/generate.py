@@ -16,9 +16,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook import canonical
-from handbook.manifest import FileEntry, Manifest, Signed
-from handbook.signing import MANIFEST_TAG, public_key_of, sign, signing_input
+from handbook.bundle import canonical
+from handbook.bundle.manifest import FileEntry, Manifest, Signed
+from handbook.bundle.signing import MANIFEST_TAG, public_key_of, sign, signing_input
 
 HERE = Path(__file__).resolve().parent
 SEED = hashlib.sha256(b"handbook golden test key - never use for real").digest()

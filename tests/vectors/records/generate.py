@@ -18,8 +18,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.records import TAGS, Invalidation, Record, Review, sign, to_bytes, to_dict
-from handbook.signing import b64decode_strict, public_key_of, signing_input
+from handbook.bundle.signing import b64decode_strict, public_key_of, signing_input
+from handbook.pedigree.records import TAGS, Invalidation, Record, Review, sign, to_bytes, to_dict
 
 HERE = Path(__file__).resolve().parent
 SEED = hashlib.sha256(b"handbook golden reviewer key - never use for real").digest()

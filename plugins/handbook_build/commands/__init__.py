@@ -1,0 +1,1 @@
+"""The build side's click commands, attached lazily to `handbook` (rank 7)."""

@@ -1,0 +1,4 @@
+"""The runtime's version, in a module of its own so that any module can name it without
+importing the package's public surface (which imports nearly everything)."""
+
+__version__ = "0.1.0"

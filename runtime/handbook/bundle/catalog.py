@@ -1,0 +1,244 @@
+"""The catalog (``catalog.json``): library metadata and one entry per doc.
+
+The build writes it with `Catalog.to_dict`; the runtime reads it with
+`Catalog.from_dict` after the manifest has vouched for its bytes. Section offsets are
+UTF-8 byte offsets into the doc's content file, so any language can slice the bytes it
+verified without re-counting characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from ..errors import FormatError
+from .layout import CATALOG, content_sha, resource_path
+
+
+class SectionEntry(NamedTuple):
+    title: str
+    anchor: str
+    level: int
+    start: int
+    end: int
+    chars: int
+
+
+class Resource(NamedTuple):
+    """A file attached to a folder doc: its path relative to the doc's folder, and the
+    content-addressed bundle file that holds its bytes. An attached markdown file lists
+    its `##` sections like a doc, as byte offsets into that file."""
+
+    path: str
+    sha256: str
+    bytes: int
+    media_type: str
+    sections: tuple[SectionEntry, ...] = ()
+
+    @property
+    def file(self) -> str:
+        return resource_path(self.sha256)
+
+
+class DocEntry(NamedTuple):
+    id: str
+    kind: str
+    title: str
+    summary: str
+    verified: str
+    keywords: tuple[str, ...]
+    aliases: tuple[str, ...]
+    meta: Mapping[str, Any]
+    revision: str
+    content: str
+    bytes: int
+    chars: int
+    url: str
+    source: str
+    sections: tuple[SectionEntry, ...] = ()
+    resources: tuple[Resource, ...] = ()
+
+    @property
+    def sha256(self) -> str:
+        """The content file is named by the sha256 of its bytes."""
+        return content_sha(self.content)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in _DOC_FIELDS}
+        out["keywords"], out["aliases"] = list(self.keywords), list(self.aliases)
+        out["meta"] = dict(self.meta)
+        out["sections"] = [
+            {name: getattr(s, name) for name in _SECTION_FIELDS} for s in self.sections
+        ]
+        if self.resources:
+            out["resources"] = [_resource_dict(r) for r in self.resources]
+        else:
+            del out["resources"]
+        return out
+
+
+def _resource_dict(resource: Resource) -> dict[str, Any]:
+    """An attached file's catalog entry; `sections` only when it has some, so the entries
+    of other files read as they always did."""
+    out = resource._asdict()
+    if resource.sections:
+        out["sections"] = [s._asdict() for s in resource.sections]
+    else:
+        del out["sections"]
+    return out
+
+
+_STRING_FIELDS = (
+    "id",
+    "kind",
+    "title",
+    "summary",
+    "verified",
+    "revision",
+    "content",
+    "url",
+    "source",
+)
+
+
+def _typed(doc: DocEntry) -> DocEntry:
+    """`doc`, if every field has its type (even a signed catalog is not trusted to):
+    handlers slice, join and compare these values. Raises TypeError otherwise."""
+    if not (
+        all(type(getattr(doc, name)) is str for name in _STRING_FIELDS)
+        and type(doc.bytes) is int
+        and type(doc.chars) is int
+        and type(doc.meta) is dict
+        and all(type(word) is str for word in (*doc.keywords, *doc.aliases))
+        and all(map(_typed_section, doc.sections))
+        and all(
+            type(r.path) is str
+            and type(r.sha256) is str
+            and type(r.bytes) is int
+            and type(r.media_type) is str
+            and all(map(_typed_section, r.sections))
+            for r in doc.resources
+        )
+    ):
+        raise TypeError(f"doc {str(doc.id)[:80]!r} has a field of the wrong type")
+    return doc
+
+
+def _typed_section(s: SectionEntry) -> bool:
+    return (
+        type(s.title) is str
+        and type(s.anchor) is str
+        and type(s.level) is int
+        and type(s.start) is int
+        and type(s.end) is int
+        and type(s.chars) is int
+    )
+
+
+_DOC_FIELDS = DocEntry._fields
+_SECTION_FIELDS = SectionEntry._fields
+
+
+class LibraryInfo(NamedTuple):
+    """What the catalog says about the library as a whole."""
+
+    name: str
+    version: str
+    built_at: str
+    title: str = ""
+    description: str = ""
+    vocab: Mapping[str, list[str]] = MappingProxyType({})
+    filters: Mapping[str, Any] = MappingProxyType({})
+    """Field -> {"docs": how many docs set it, "values": sorted known values or None
+    when there are too many to list}."""
+    list_fields: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    """The frontmatter fields every doc must have: part of the doc contract `diff` checks."""
+    default_lang: str | None = None
+    """The language of docs without `lang`, and the one `get` falls back to."""
+    source_docs: Mapping[str, int] | None = None
+    """Language -> the source docs the build found for this bundle's readers, whether
+    shipped or left out (an unapproved doc under `unapproved: omit`): a figure the build
+    reports, which no reader can check against the sources. None in a bundle built
+    before it was recorded (an additive key of handbook/v1)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self._asdict()
+        out["vocab"], out["filters"] = dict(self.vocab), dict(self.filters)
+        out["list_fields"], out["required"] = list(self.list_fields), list(self.required)
+        if self.source_docs is None:
+            del out["source_docs"]
+        else:
+            out["source_docs"] = dict(self.source_docs)
+        return out
+
+
+class Catalog(NamedTuple):
+    library: LibraryInfo
+    docs: tuple[DocEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"library": self.library.to_dict(), "docs": [d.to_dict() for d in self.docs]}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Catalog:
+        """The catalog of parsed JSON. `data["docs"]` is consumed: each doc's dicts are
+        dropped once it is converted, so a large catalog never exists twice in memory.
+        Keys this reader does not know are ignored (the format's version policy: a newer
+        minor revision may add fields)."""
+        try:
+            library = library_from_dict(data["library"])
+            raw = data["docs"]
+            docs = []
+            for n, item in enumerate(raw):
+                raw[n] = None
+                docs.append(doc_from_dict(item))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise FormatError(
+                f"{CATALOG}: unexpected shape ({type(exc).__name__}: {exc})"
+            ) from None
+        return cls(library, tuple(docs))
+
+
+def library_from_dict(data: Any) -> LibraryInfo:
+    """The catalog's `library` object (raises KeyError, TypeError or ValueError when it
+    has the wrong shape)."""
+    lib = _known(data, LibraryInfo._fields)
+    lib["list_fields"] = tuple(lib.get("list_fields", ()))
+    lib["required"] = tuple(lib.get("required", ()))
+    counts = lib.get("source_docs")
+    if counts is not None and not (
+        type(counts) is dict
+        and all(type(k) is str and type(v) is int and v >= 0 for k, v in counts.items())
+    ):
+        raise TypeError("source_docs must map languages to counts")
+    return LibraryInfo(**lib)
+
+
+def doc_from_dict(item: Any) -> DocEntry:
+    """One doc entry of the catalog, every field type-checked (raises KeyError,
+    TypeError or ValueError when it has the wrong shape)."""
+    entry = _known(item, _DOC_FIELDS)
+    entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
+    entry["sections"] = _sections(entry["sections"])
+    if "resources" in entry:
+        entry["resources"] = tuple(map(_resource, entry["resources"]))
+    return _typed(DocEntry(**entry))
+
+
+def _sections(items: Any) -> tuple[SectionEntry, ...]:
+    return tuple(SectionEntry(**_known(s, _SECTION_FIELDS)) for s in items)
+
+
+def _resource(item: Any) -> Resource:
+    fields = _known(item, Resource._fields)
+    fields["sections"] = _sections(fields.get("sections", ()))
+    return Resource(**fields)
+
+
+def _known(value: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The keys of `value` (an object) that a model has fields for."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, not {type(value).__name__}")
+    return {k: v for k, v in value.items() if k in fields}

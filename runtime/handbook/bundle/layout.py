@@ -1,0 +1,57 @@
+"""Where everything lives in a bundle: the one place that names its files.
+
+The build writes these paths and every reader (the bundle verifier, the library, the
+transports) looks them up here, so a file is renamed or added in one line. The format
+spec (docs/spec/bundle.md) describes each file; its version policy says which additions
+readers of the same major version accept.
+"""
+
+from __future__ import annotations
+
+MANIFEST = "manifest.json"
+"""The signed list of every other file with its sha256 and size."""
+CATALOG = "catalog.json"
+"""Library metadata and one entry per doc."""
+CATALOG_OFFSETS = "catalog-offsets.bin"
+"""Where each doc's entry lies in the catalog, for reading one entry (`handbook.bundle.catalog_offsets`)."""
+SEARCH = "search.bin"
+"""The runtime's compact search file (`handbook.search.index`)."""
+VECTORS = "vectors.bin"
+"""Sentence embeddings of every search entry, for the optional semantic retriever."""
+INDEX = "index.json"
+"""The lunr 2.3 index, for lunr.js and lunr.py readers (with `lunr_index: json`)."""
+INDEX_GZ = "index.json.gz"
+"""The same index gzipped (`lunr_index: gzip`, the default): the runtime never reads it."""
+TOOLS = "tools.json"
+"""The agent tool definitions, for offline consumers (generated from `handbook.tools.table`)."""
+LLMS = "llms.txt"
+"""The llms.txt view of the library."""
+REVIEWS = "reviews.json"
+"""The verified review and invalidation records, the reviewers and the review policy
+(only in a library that declares reviewers)."""
+OBJECTS_DIR = "objects"
+"""Not part of a bundle: where a publisher may put every listed file again under its
+sha256 (`objects/<sha256>` beside the manifest), so that remote readers fetch each file
+at an address that never changes (`handbook.bundle.remote`; docs/spec/bundle.md)."""
+CONTENT_DIR = "content"
+RESOURCES_DIR = "resources"
+
+
+def content_path(sha256: str) -> str:
+    """A doc body's file, named by the sha256 of its bytes."""
+    return f"{CONTENT_DIR}/{sha256}.md"
+
+
+def content_sha(path: str) -> str:
+    """The sha256 a content file is named by."""
+    return path.removeprefix(CONTENT_DIR + "/").removesuffix(".md")
+
+
+def resource_path(sha256: str) -> str:
+    """An attached file's bytes, named by their sha256."""
+    return f"{RESOURCES_DIR}/{sha256}"
+
+
+def is_content(path: str) -> bool:
+    """Content and resource files: named by their hash, so immutable."""
+    return path.startswith((CONTENT_DIR + "/", RESOURCES_DIR + "/"))

@@ -1,0 +1,377 @@
+"""Opening a bundle: every byte is checked before anything is parsed or served.
+
+The order is fixed, as in TUF clients: read the manifest's bytes (size cap first) →
+parse them strictly → verify the signature over the signed payload → read every listed
+file (never more than its listed size + 1 bytes) and compare size and sha256 → refuse
+any file the manifest does not list → only then parse the catalog and check that it
+agrees with the manifest and the content files. When the bundle has
+`catalog-offsets.bin`, one doc's entry can be parsed alone (`Bundle.docs_with_id`),
+after both files were verified against the manifest, and is checked against the
+manifest and its content file the same way. Unverified data never leaves this
+module: files are handed out only through `Bundle.read`, which checks them first and
+keeps the verified bytes in memory, so nothing is re-read from disk unverified. Where
+the bytes come from is a `handbook.bundle.sources.FileSource`: a local folder read without
+following links (`handbook.bundle.tree`), or a remote bundle fetched file by file as calls
+need them (`handbook.bundle.remote`); either verifies each file before handing it over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import DownloadError, ExpiredError, FormatError, HashMismatchError, MissingFileError
+from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
+from .catalog_offsets import CatalogOffsets
+from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, is_content
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
+from .signing import PublicKey
+from .sources import FileSource
+from .tree import Tree, check_tree, hash_file, read
+from .trust import TrustPolicy
+
+CONTENT_CACHE_BYTES = 16 * 1024 * 1024
+"""Verified content kept in memory; beyond it, least recently used files are re-read
+(and re-verified) from disk when asked for again."""
+
+
+class Bundle:
+    """A verified bundle. Files are handed out only through `read`, which checks size and
+    hash first; the catalog is parsed on first use. Core files stay in memory once read,
+    content files in a bounded cache, so nothing unverified is ever handed out."""
+
+    def __init__(
+        self,
+        source: FileSource,
+        manifest: Manifest,
+        signed_by: Sequence[str],
+        manifest_bytes: bytes = b"",
+    ) -> None:
+        self.source = source
+        """Where the files come from; each is verified there before it is handed out."""
+        self.path = source.root
+        self.manifest = manifest
+        self.signed_by = tuple(signed_by)
+        """Key ids of the trusted keys whose signatures verified; empty when unsigned."""
+        self._core: dict[str, bytes] = {MANIFEST: manifest_bytes} if manifest_bytes else {}
+        """Verified files kept for good; the manifest is its bytes as verified at open."""
+        self._content: OrderedDict[str, bytes] = OrderedDict()
+        self._content_bytes = 0
+        self._catalog: Catalog | None = None
+        self._entries: _Entries | None = None
+        """Doc entries read one at a time through catalog-offsets.bin, until the whole
+        catalog is parsed."""
+        self._whole = False
+        """Set when catalog-offsets.bin describes another catalog.json: parse it whole."""
+        self._lock = threading.Lock()
+        self.integrity_error: str | None = None
+        """The last file refused when read (hashed lazily), for `status` to report."""
+
+    @property
+    def signature_state(self) -> str:
+        if self.signed_by:
+            return "verified"
+        return "unsigned" if not self.manifest.signatures else "not verified (no trusted key)"
+
+    @property
+    def catalog(self) -> Catalog:
+        """Parsed, and checked against the manifest, on first use."""
+        if self._catalog is None:
+            if CATALOG not in self.manifest.signed.files:
+                raise FormatError(f"{CATALOG}: not listed in the manifest")
+            catalog = _parse_catalog([self.read(CATALOG, keep=False)])
+            try:
+                check_agreement(self.manifest, catalog)
+            except (
+                TypeError,
+                AttributeError,
+                ValueError,
+            ) as exc:  # a field of the wrong type, even if signed
+                raise FormatError(
+                    f"{CATALOG}: a field has the wrong type ({type(exc).__name__}: {exc})"
+                ) from None
+            self._catalog, self._entries = catalog, None
+            with self._lock:
+                self._core.pop(CATALOG, None)  # kept for single entries; parsed now
+        return self._catalog
+
+    @property
+    def library_info(self) -> LibraryInfo:
+        """The catalog's library object, without parsing the docs when the bundle has
+        catalog-offsets.bin."""
+        entries = self._lazy_entries()
+        return self.catalog.library if entries is None else entries.library
+
+    def docs_with_id(self, doc_id: str) -> list[DocEntry] | None:
+        """The docs with id `doc_id` (one per language), each entry parsed alone and
+        checked against the manifest; None when that is not possible (a bundle without
+        catalog-offsets.bin, or a catalog already parsed: use `catalog`)."""
+        entries = self._lazy_entries()
+        return None if entries is None else entries.with_id(doc_id)
+
+    def doc_at(self, position: int) -> DocEntry | None:
+        """The doc at `position` in the catalog, its entry parsed alone and checked
+        against the manifest; None when that is not possible (as `docs_with_id`)."""
+        entries = self._lazy_entries()
+        return None if entries is None else entries.doc(position)
+
+    def _lazy_entries(self) -> _Entries | None:
+        files = self.manifest.signed.files
+        if self._catalog is not None or self._whole or CATALOG_OFFSETS not in files:
+            return None
+        if self._entries is None:
+            if CATALOG not in self.manifest.signed.files:
+                raise FormatError(f"{CATALOG}: not listed in the manifest")
+            listed = self.manifest.signed.files[CATALOG]
+            offsets = CatalogOffsets(self.read(CATALOG_OFFSETS), listed.bytes)
+            if offsets.catalog_sha256 != listed.sha256:  # written for another catalog.json
+                self._whole = True
+                return None
+            catalog = self.read(CATALOG)  # verified whole; only entries are parsed
+            self._entries = _Entries(offsets, catalog, self.manifest)
+        return self._entries
+
+    def read(self, name: str, keep: bool = True) -> bytes:
+        """The verified bytes of a listed file. Content files are kept in a bounded cache,
+        other files for good unless `keep` is false (the catalog's 13 MB of JSON is not
+        needed once parsed)."""
+        with self._lock:
+            data = self._core.get(name) or self._content.get(name)
+            if data is not None:
+                if name in self._content:
+                    self._content.move_to_end(name)
+                return data
+        try:
+            data = self.source.read_verified(self.manifest, name)
+        except (HashMismatchError, MissingFileError, FormatError, DownloadError) as exc:
+            self.integrity_error = str(exc)
+            raise
+        with self._lock:
+            if not name.startswith(CONTENT_DIR + "/"):
+                if keep:
+                    self._core[name] = data
+            elif name not in self._content:
+                self._content[name] = data
+                self._content_bytes += len(data)
+                while self._content_bytes > CONTENT_CACHE_BYTES and len(self._content) > 1:
+                    _, dropped = self._content.popitem(last=False)
+                    self._content_bytes -= len(dropped)
+        return data
+
+
+def open_bundle(
+    path: str | os.PathLike[str],
+    keys: Iterable[str | PublicKey] = (),
+    *,
+    allow_unsigned: bool = False,
+    threshold: int = 1,
+    hash_all: bool = True,
+    check_expires: bool = True,
+    trust: TrustPolicy | None = None,
+) -> Bundle:
+    """Verify the bundle at `path` and return it; raise a `BundleError` subclass naming
+    the cause otherwise. Whom to trust is `trust`, or else a policy made from `keys`
+    (plus $HANDBOOK_TRUSTED_KEYS), `allow_unsigned` and `threshold`.
+
+    Every file's presence, type and size are always checked, and no unlisted file may
+    exist. With `hash_all` (the default, as for `handbook verify`) every file is hashed
+    now and the catalog checked against the content; otherwise each file is hashed when
+    it is first read (the runtime's fast open: an agent's process should not hash 300 MB
+    to answer one question)."""
+    if trust is None:
+        trust = TrustPolicy.of(keys, threshold=threshold, allow_unsigned=allow_unsigned)
+    root = Path(os.path.realpath(path))
+    if not root.is_dir():
+        raise MissingFileError(f"{path}: no bundle directory here")
+    tree = Tree(root)
+    manifest_bytes = read(tree, MANIFEST, MAX_MANIFEST_BYTES)
+    manifest = Manifest.from_bytes(manifest_bytes)
+    signed_by = trust.check(manifest, path)
+    if check_expires:
+        check_expiry(manifest)
+    check_tree(tree, manifest, sizes=hash_all)
+    bundle = Bundle(tree, manifest, signed_by, manifest_bytes)
+    if hash_all:
+        for name, entry in sorted(manifest.signed.files.items()):
+            hash_file(tree, name, entry)
+        bundle.catalog  # noqa: B018 - parse and check it now
+        check_offsets(bundle)
+    return bundle
+
+
+def check_offsets(bundle: Bundle) -> None:
+    """Check catalog-offsets.bin, when the bundle has one, against the parsed catalog:
+    every range frames the entry of the doc it names (as a lazy reader would parse it).
+    Offsets written for another catalog.json are left alone: readers parse the whole
+    catalog then."""
+    files = bundle.manifest.signed.files
+    if CATALOG_OFFSETS not in files:
+        return
+    listed = files[CATALOG]
+    offsets = CatalogOffsets(bundle.read(CATALOG_OFFSETS), listed.bytes)
+    if offsets.catalog_sha256 != listed.sha256:
+        return
+    entries = _Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest)
+    for position, doc in enumerate(bundle.catalog.docs):
+        if entries.doc(position) != doc:
+            raise FormatError(
+                f"{CATALOG_OFFSETS}: entry {position} is not {CATALOG}'s doc {doc.id!r}"
+            )
+
+
+def check_expiry(manifest: Manifest, now: float | None = None) -> None:
+    """Refuse a manifest whose signed `expires` time has passed: a mirror that keeps
+    serving an old bundle cannot freeze its readers on it forever."""
+    expires = manifest.signed.expires
+    if expires is None:
+        return
+    deadline = utc_seconds(expires)
+    if deadline is None or (time.time() if now is None else now) >= deadline:
+        raise ExpiredError(
+            f"{MANIFEST}: expired at {expires}; fetch a newer bundle (the build sets expires)"
+        )
+
+
+def _parse_catalog(holder: list[bytes]) -> Catalog:
+    """Parse the catalog's bytes, handed over in a list so that they can be dropped as
+    soon as they are decoded: bytes, text and parsed tree of a 13 MB catalog would
+    otherwise all be alive at the peak."""
+    try:
+        text = holder.pop().decode("utf-8")
+        value = json.loads(text)
+        del text
+        return Catalog.from_dict(value)
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{CATALOG}: not valid JSON ({exc})") from None
+
+
+class _Entries:
+    """Single doc entries of a verified catalog.json, found with its verified offsets."""
+
+    def __init__(self, offsets: CatalogOffsets, catalog: bytes, manifest: Manifest) -> None:
+        self.offsets, self.catalog, self.files = offsets, catalog, manifest.signed.files
+        start, end = offsets.library
+        library = _entry(catalog, start, end, "the library", library_from_dict)
+        signed = manifest.signed
+        if (library.name, library.version) != (signed.library, signed.version):
+            raise FormatError(
+                f"{CATALOG}: describes {library.name} {library.version}, "
+                f"the manifest {signed.library} {signed.version}"
+            )
+        if len(offsets) != signed.docs:
+            raise FormatError(
+                f"{CATALOG_OFFSETS}: lists {len(offsets)} docs, the manifest {signed.docs}"
+            )
+        self.library = library
+        self._docs: dict[int, DocEntry] = {}
+
+    def with_id(self, doc_id: str) -> list[DocEntry]:
+        return [self.doc(n) for n in self.offsets.positions(doc_id)]
+
+    def doc(self, position: int) -> DocEntry:
+        if not 0 <= position < len(self.offsets):
+            raise IndexError(f"no doc at catalog position {position}")
+        doc = self._docs.get(position)
+        if doc is None:
+            expected = self.offsets.ids[position]
+            doc = _entry(self.catalog, *self.offsets.span(position), repr(expected), doc_from_dict)
+            if doc.id != expected:
+                raise FormatError(
+                    f"{CATALOG_OFFSETS}: entry {position} of {CATALOG} is doc {doc.id!r}, "
+                    f"the offsets name {expected!r}"
+                )
+            check_doc(self.files, doc)
+            self._docs[position] = doc
+        return doc
+
+
+def _entry(catalog: bytes, start: int, end: int, what: str, parse: Any) -> Any:
+    """One object of catalog.json, parsed and typed (a FormatError naming both files
+    when the offsets do not frame an entry of the right shape)."""
+    try:
+        return parse(json.loads(catalog[start:end].decode("utf-8")))
+    except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+        raise FormatError(
+            f"{CATALOG_OFFSETS}: the range it gives for {what} in {CATALOG} is not "
+            f"an entry ({type(exc).__name__}: {str(exc)[:120]})"
+        ) from None
+
+
+def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
+    """The catalog must describe exactly the listed content files, and name the same
+    library and version as the signed manifest."""
+    signed = manifest.signed
+    lib = catalog.library
+    if (lib.name, lib.version) != (signed.library, signed.version):
+        raise FormatError(
+            f"{CATALOG}: describes {lib.name} {lib.version}, the manifest {signed.library} {signed.version}"
+        )
+    if len(catalog.docs) != signed.docs:
+        raise FormatError(f"{CATALOG}: lists {len(catalog.docs)} docs, the manifest {signed.docs}")
+    seen: set[tuple[str, str]] = set()
+    referenced: set[str] = set()
+    for doc in catalog.docs:
+        key = (doc.id, str(doc.meta.get("lang") or ""))  # an id may exist once per language
+        if key in seen:
+            raise FormatError(
+                f"{CATALOG}: doc id {doc.id!r} appears twice"
+                + (f" in language {key[1]}" if key[1] else "")
+            )
+        seen.add(key)
+        check_doc(signed.files, doc)
+        referenced.add(doc.content)
+        referenced.update(r.file for r in doc.resources)
+    orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
+    if orphans:
+        raise FormatError(f"{orphans[0]}: a content file no doc refers to")
+
+
+def check_doc(files: Mapping[str, FileEntry], doc: DocEntry) -> None:
+    """A doc entry must point at its listed content file (named by its sha256, with its
+    size), keep its sections inside it, and attach only listed files at safe paths."""
+    entry = files.get(doc.content)
+    if entry is None:
+        raise FormatError(
+            f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list"
+        )
+    if entry.sha256 != doc.sha256 or entry.bytes != doc.bytes:
+        raise FormatError(
+            f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
+        )
+    if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
+        raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
+    for resource in doc.resources:
+        listed = files.get(resource.file)
+        if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, "
+                f"which does not match {resource.file} in the manifest"
+            )
+        if check_path(resource.path) or resource.path.startswith(".."):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
+            )
+        if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.sections):
+            raise FormatError(
+                f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
+                "with a section outside the file"
+            )
+
+
+def describe(bundle: Bundle) -> Sequence[str]:
+    """Lines for people: what was verified."""
+    signed = bundle.manifest.signed
+    return [
+        f"library   {signed.library} {signed.version} (built {signed.built_at})",
+        f"docs      {signed.docs}",
+        f"files     {len(signed.files) + 1} ({sum(f.bytes for f in signed.files.values()):,} bytes), "
+        "every hash verified",
+        f"signature {bundle.signature_state}"
+        + (f" by {', '.join(k[:16] for k in bundle.signed_by)}" if bundle.signed_by else ""),
+    ]

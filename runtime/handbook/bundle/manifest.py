@@ -1,0 +1,322 @@
+"""The signed manifest (``manifest.json``): the model the build writes and readers verify.
+
+``{"signed": {spec, library, version, built_at, files, docs[, expires]}, "signatures": [...]}``
+
+Every file of the bundle except the manifest is listed under ``files`` with its sha256
+and size. The whole manifest is written as canonical JSON and read strictly: size cap,
+then canonical parse, then the signed-payload profile, then the shape below. Only after
+that is the signature checked, and only after the signature are the files trusted.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+import unicodedata
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from ..errors import FormatError
+from . import canonical
+from .layout import MANIFEST
+
+SPEC = "handbook/v1"
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+MAX_PATH_CHARS = 512
+MAX_PATH_DEPTH = 16
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_ENTRY_KEYS = {"sha256", "bytes"}
+_ISO_UTC = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+)  # ASCII digits only, not \d
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+_WINDOWS_DEVICES = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(1, 10)),
+    *(f"lpt{i}" for i in range(1, 10)),
+}
+
+
+_CONTENT_PATH = re.compile(r"content/[0-9a-f]{64}\.md")
+_BAD_CHAR = re.compile(r'[\x00-\x1f\x7f-\x9f\\:*?"<>|]')
+_BAD_SEGMENT = re.compile(r"(?:^|/)(?:\.{1,2}|)(?:/|$)|[. ](?:/|$)")
+
+
+def check_path(path: str) -> str | None:
+    """Why `path` is not a safe bundle path, or None. A bundle path is relative POSIX,
+    NFC, with no empty, `.` or `..` segments, no backslash, colon or control characters,
+    no segment ending in a dot or space and no Windows device name — so it names one
+    file on every system — and short enough that checking every listed path's folders
+    stays linear (a 40 KB manifest with one 20,000-level path cost 390 MB before)."""
+    if _CONTENT_PATH.fullmatch(path):  # nearly every path: the common case stays cheap
+        return None
+    if len(path) > MAX_PATH_CHARS or path.count("/") >= MAX_PATH_DEPTH:
+        return f"is longer than {MAX_PATH_CHARS} characters or deeper than {MAX_PATH_DEPTH} folders"
+    if not path or path.startswith("/") or _WINDOWS_DRIVE.match(path):
+        return "is empty or absolute"
+    if not unicodedata.is_normalized("NFC", path):
+        return "is not NFC-normalized"
+    if _BAD_CHAR.search(path):
+        return "holds a backslash, colon or control character"
+    if _BAD_SEGMENT.search(path):
+        return "has an empty, '.' or '..' segment, or one ending in a dot or space"
+    if any(part.split(".")[0].lower() in _WINDOWS_DEVICES for part in path.split("/")):
+        return "names a Windows device (con, nul, com1, …)"
+    return None
+
+
+class FileEntry(NamedTuple):
+    sha256: str
+    bytes: int
+
+
+class Signed(NamedTuple):
+    """The signed payload."""
+
+    library: str
+    version: str
+    built_at: str
+    files: Mapping[str, FileEntry]
+    docs: int
+    expires: str | None = None
+    spec: str = SPEC
+    audience: str | None = None
+    """Who may read the bundle (a library with audiences): signed, so one audience's
+    bundle can never be served or accepted as another's."""
+    unrecognized: Mapping[str, Any] = MappingProxyType({})
+    """Signed keys this reader does not know, kept as they are (the format's version
+    policy: a newer minor revision may add optional keys, and readers of the same major
+    version accept them)."""
+
+    @property
+    def identity(self) -> str:
+        """What update safety is kept per: the library, and its audience when it has one
+        (an audience's versions never count as another's)."""
+        return self.library if self.audience is None else f"{self.library}@{self.audience}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "spec": self.spec,
+            "library": self.library,
+            "version": self.version,
+            "built_at": self.built_at,
+            "files": {p: {"sha256": f.sha256, "bytes": f.bytes} for p, f in self.files.items()},
+            "docs": self.docs,
+        }
+        if self.expires is not None:
+            out["expires"] = self.expires
+        if self.audience is not None:
+            out["audience"] = self.audience
+        return {**self.unrecognized, **out}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Signed:
+        if isinstance(data, dict) and isinstance(data.get("spec"), str) and data["spec"] != SPEC:
+            raise FormatError(
+                f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r} "
+                "(a bundle of another major version: use a Handbook release that reads it)"
+            )
+        known = {"spec", "library", "version", "built_at", "files", "docs"}
+        _require_keys(data, "signed", known, {"expires", "audience"}, open_ended=True)
+        for key in ("library", "version"):
+            _require_type(data[key], str, f"signed.{key}")
+        for key in ("built_at", "expires"):
+            if key in data and not (
+                isinstance(data[key], str)
+                and _ISO_UTC.fullmatch(data[key])
+                and utc_seconds(data[key]) is not None
+            ):
+                raise FormatError(
+                    f"manifest.json: signed.{key} must be a UTC time like 2026-01-31T12:00:00Z"
+                )
+        _require_type(data["docs"], int, "signed.docs")
+        if "audience" in data:
+            _require_type(data["audience"], str, "signed.audience")
+        _require_type(data["files"], dict, "signed.files")
+        files = _files(data["files"])
+        return cls(
+            data["library"],
+            data["version"],
+            data["built_at"],
+            files,
+            data["docs"],
+            data.get("expires"),
+            data["spec"],
+            data.get("audience"),
+            MappingProxyType(
+                {k: v for k, v in data.items() if k not in known | {"expires", "audience"}}
+            ),
+        )
+
+
+def _files(listed: dict[str, Any]) -> dict[str, FileEntry]:
+    """The file list, checked. Ten thousand entries are checked in bulk, at C speed where
+    possible (content paths and digests as one hex string each); when anything is off,
+    `_diagnose` finds the first bad entry and says what is wrong with it."""
+    paths, entries = list(listed), list(listed.values())
+    if not all(type(e) is dict and e.keys() == _ENTRY_KEYS for e in entries):
+        _diagnose(listed)
+    digests, sizes = [e["sha256"] for e in entries], [e["bytes"] for e in entries]
+    # content/<lowercase sha256>.md: safe, and case-folds to itself
+    content = [p for p in paths if len(p) == 75 and p.startswith("content/") and p.endswith(".md")]
+    if not _lower_hex("".join(p[8:72] for p in content)):
+        content = [p for p in content if _CONTENT_PATH.fullmatch(p)]
+    named = set(content)
+    others = [p for p in paths if p not in named]
+    others_folded = {p.casefold() for p in others}
+    if not (
+        all(type(d) is str and len(d) == 64 for d in digests)
+        and _lower_hex("".join(digests))
+        and all(type(n) is int for n in sizes)
+        and len(others_folded) == len(others)
+        and others_folded.isdisjoint(content)
+        and MANIFEST not in listed
+        and all(check_path(p) is None for p in others)
+        and not _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & (named | others_folded)
+    ):
+        _diagnose(listed)
+    return dict(zip(paths, map(FileEntry, digests, sizes), strict=True))
+
+
+def _folders(parents: set[str]) -> set[str]:
+    """Every folder on the given parent paths, case-folded (a bundle has a few)."""
+    return {
+        "/".join(p.casefold().split("/")[:depth])
+        for p in parents
+        for depth in range(1, p.count("/") + 2)
+    }
+
+
+def _file_and_folder(paths: list[str]) -> str | None:
+    """A listed path that is also a folder of another listed path (case-folded), or None."""
+    clash = _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & {p.casefold() for p in paths}
+    return min(clash) if clash else None
+
+
+def _lower_hex(text: str) -> bool:
+    """Only the characters 0-9 and a-f (or nothing)."""
+    if not (text.isascii() and text == text.lower()):
+        return False
+    even = text if len(text) % 2 == 0 else "0" + text
+    try:
+        return len(bytes.fromhex(even)) * 2 == len(even)  # fromhex skips whitespace
+    except ValueError:
+        return False
+
+
+def _diagnose(listed: dict[str, Any]) -> None:
+    """Raise FormatError naming the first bad entry of `listed`."""
+    folded: dict[str, str] = {}
+    for path, entry in listed.items():
+        key = path.casefold()
+        if key in folded:
+            raise FormatError(
+                f"manifest.json: file paths {folded[key]!r} and {path!r} differ only by case"
+            )
+        folded[key] = path
+        problem = check_path(path) if path != MANIFEST else "is the manifest itself"
+        if problem:
+            raise FormatError(f"manifest.json: file path {path!r} {problem}")
+        _require_keys(entry, f"files[{path!r}]", _ENTRY_KEYS)
+        if not (isinstance(entry["sha256"], str) and _SHA256.fullmatch(entry["sha256"])):
+            raise FormatError(
+                f"manifest.json: files[{path!r}].sha256 must be 64 lowercase hex digits"
+            )
+        _require_type(entry["bytes"], int, f"files[{path!r}].bytes")
+    clash = _file_and_folder(list(listed))
+    if clash:
+        raise FormatError(
+            f"manifest.json: {clash!r} is listed as a file and is also a folder of other listed files"
+        )
+    raise AssertionError("_diagnose found nothing wrong")  # pragma: no cover - _files saw a problem
+
+
+class Manifest(NamedTuple):
+    signed: Signed
+    signatures: tuple[dict[str, str], ...] = ()
+    signed_bytes: bytes | None = None
+    """The canonical bytes of `signed` as read (None for a manifest built in memory)."""
+
+    def canonical_signed(self) -> bytes:
+        """What the signatures cover (less the tag)."""
+        return (
+            self.signed_bytes
+            if self.signed_bytes is not None
+            else canonical.dumps(self.signed.to_dict())
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signed": self.signed.to_dict(), "signatures": [dict(s) for s in self.signatures]}
+
+    def to_bytes(self) -> bytes:
+        return canonical.dumps(self.to_dict())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Manifest:
+        value = canonical.loads(data, what=MANIFEST, max_bytes=MAX_MANIFEST_BYTES, profile=True)
+        _require_keys(value, "manifest", {"signed", "signatures"})
+        _require_type(value["signatures"], list, "signatures")
+        signatures = []
+        for n, entry in enumerate(value["signatures"]):
+            _require_keys(entry, f"signatures[{n}]", {"keyid", "sig"})
+            if not (
+                isinstance(entry["keyid"], str)
+                and _SHA256.fullmatch(entry["keyid"])
+                and isinstance(entry["sig"], str)
+            ):
+                raise FormatError(
+                    f"manifest.json: signatures[{n}] needs a hex keyid and a base64 sig"
+                )
+            signatures.append({"keyid": entry["keyid"], "sig": entry["sig"]})
+        # The bytes are canonical with exactly these two keys, so they read
+        # {"signatures":[…],"signed":{…}}; signatures hold only hex and base64, so the
+        # first ,"signed": is the structural one and what follows is the signed part's
+        # canonical encoding — the signature covers these very bytes, not a re-encoding.
+        start = data.index(b',"signed":') + len(b',"signed":')
+        return cls(Signed.from_dict(value["signed"]), tuple(signatures), data[start:-1])
+
+
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+"""Every time in a bundle: UTC, whole seconds, like 2026-01-31T12:00:00Z."""
+
+
+def utc_seconds(text: str) -> int | None:
+    """Seconds since the epoch of a bundle time, or None when there is no such time
+    (30 February, hour 24), not only one shaped like it."""
+    try:
+        return calendar.timegm(time.strptime(text, TIME_FORMAT))
+    except ValueError:
+        return None
+
+
+def utc_time(seconds: float) -> str:
+    return time.strftime(TIME_FORMAT, time.gmtime(seconds))
+
+
+def _require_keys(
+    data: Any,
+    what: str,
+    required: set[str],
+    optional: Collection[str] = (),
+    open_ended: bool = False,
+) -> None:
+    """`data` is an object with every `required` key; unless `open_ended`, no key but
+    these and the `optional` ones."""
+    if not isinstance(data, dict):
+        raise FormatError(f"manifest.json: {what} must be an object")
+    missing = required - data.keys()
+    extra = set() if open_ended else data.keys() - required - set(optional)
+    if missing or extra:
+        raise FormatError(
+            f"manifest.json: {what} has missing keys {sorted(missing)} / unknown keys {sorted(extra)}"
+        )
+
+
+def _require_type(value: Any, kind: type, what: str) -> None:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise FormatError(f"manifest.json: {what} must be {kind.__name__}")

@@ -1,0 +1,196 @@
+"""The bundle folder on disk, read without being fooled.
+
+Files are opened relative to descriptors of their folders, opened once without
+following links: a symlink anywhere inside the bundle is refused, not followed, and a
+folder renamed or replaced after the bundle was opened cannot redirect a read. Reads
+never take more than a file's listed size + 1 bytes, so a lying size is caught without
+a huge allocation; one walk checks that exactly the listed files are there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+import weakref
+from pathlib import Path
+
+from ..errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
+from .layout import MANIFEST
+from .manifest import FileEntry, Manifest
+
+_CHUNK = 1 << 20
+
+
+class Tree:
+    """The bundle folder, held by descriptors opened once without following links; files
+    are opened relative to their folder's descriptor. Reading a content file is then one
+    `open` instead of one per path component, and a folder renamed or replaced after
+    the bundle was opened cannot redirect a read."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._folders: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._close = weakref.finalize(self, _close_all, self._folders)
+
+    def folder(self, path: str) -> int:
+        """The descriptor of folder `path` ("" for the root), opened on first use."""
+        with self._lock:
+            return self._folder(path)
+
+    def _folder(self, path: str) -> int:
+        fd = self._folders.get(path)
+        if fd is None:
+            if path:
+                parent, _, leaf = path.rpartition("/")
+                fd = os.open(
+                    leaf, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=self._folder(parent)
+                )
+            else:
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+            self._folders[path] = fd
+        return fd
+
+    def open(self, name: str) -> int:
+        """A descriptor for the regular file `name`; symlinks and special files are refused."""
+        folder, _, leaf = name.rpartition("/")
+        try:
+            fd = os.open(
+                leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.folder(folder)
+            )
+        except FileNotFoundError:
+            raise MissingFileError(f"{name}: listed in the manifest but missing") from None
+        except OSError as exc:
+            raise FormatError(
+                f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused"
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise FormatError(f"{name}: not a regular file")
+        return fd
+
+    def read_verified(self, manifest: Manifest, name: str) -> bytes:
+        """The listed file `name`, checked against the manifest (`handbook.bundle.sources`)."""
+        return read_verified(self, manifest, name)
+
+
+def _close_all(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+    fds.clear()
+
+
+def read(tree: Tree, name: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes: enough to tell that a file is too long. The file's
+    size is looked at first, so a huge listed size never becomes a huge allocation."""
+    with os.fdopen(tree.open(name), "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        return fh.read(min(size, limit) + 1)
+
+
+def mismatch_size(name: str, observed: int, expected: int) -> HashMismatchError:
+    more = "+" if observed > expected else ""
+    return HashMismatchError(
+        f"{name}: observed {observed:,}{more} bytes, the manifest lists {expected:,}"
+    )
+
+
+def read_verified(tree: Tree, manifest: Manifest, name: str) -> bytes:
+    entry = manifest.signed.files.get(name)
+    if entry is None:
+        raise MissingFileError(f"{name}: not listed in the manifest")
+    data = read(tree, name, entry.bytes)
+    if len(data) != entry.bytes:
+        raise mismatch_size(name, len(data), entry.bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry.sha256:
+        raise HashMismatchError(
+            f"{name}: observed sha256 {digest}, the manifest lists {entry.sha256}"
+        )
+    return data
+
+
+def hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
+    """Stream the file through sha256, reading at most its listed size + 1 bytes."""
+    digest = hashlib.sha256()
+    size = 0
+    with os.fdopen(tree.open(name), "rb") as fh:
+        while size <= entry.bytes:
+            chunk = fh.read(min(_CHUNK, entry.bytes + 1 - size))
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+    if size != entry.bytes:
+        raise mismatch_size(name, size, entry.bytes)
+    if digest.hexdigest() != entry.sha256:
+        raise HashMismatchError(
+            f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}"
+        )
+
+
+def check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
+    """One walk of the bundle folder: every listed file present and a regular file (not
+    a link), of its listed size when `sizes`; nothing else there. Without `sizes` no file
+    is stat'ed (sizes are then checked as each file is read). Folders are compared as
+    sets of names, since a bundle holds ten thousand files in one of them."""
+    expected: dict[str, set[str]] = {"": {MANIFEST}}
+    for path in manifest.signed.files:
+        folder, _, name = path.rpartition("/")
+        expected.setdefault(folder, set()).add(name)
+        while folder:  # every enclosing folder is expected in its parent
+            parent, _, sub = folder.rpartition("/")
+            names = expected.setdefault(parent, set())
+            if sub + "/" in names:
+                break
+            names.add(sub + "/")
+            folder = parent
+    for folder, names in expected.items():
+        prefix = folder + "/" if folder else ""
+        try:
+            with os.scandir(tree.folder(folder)) as it:
+                present = {
+                    entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry
+                    for entry in it
+                }
+        except FileNotFoundError:
+            raise MissingFileError(f"{folder}/: a folder of listed files, missing") from None
+        except OSError as exc:  # not a folder, or a link to one: refused
+            raise FormatError(
+                f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused"
+            ) from None
+        unlisted = present.keys() - names
+        if unlisted:
+            name = min(unlisted)
+            what = (
+                "a folder the manifest does not list"
+                if name.endswith("/")
+                else "present in the bundle but not listed in the manifest"
+            )
+            raise UnlistedFileError(f"{prefix}{name}: {what}")
+        missing = names - present.keys()
+        if missing:
+            raise MissingFileError(
+                f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing"
+            )
+        special = [
+            n
+            for n, entry in present.items()
+            if not n.endswith("/") and not entry.is_file(follow_symlinks=False)
+        ]
+        if special:
+            raise FormatError(
+                f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused"
+            )
+        if sizes:
+            files = manifest.signed.files
+            for name, entry in present.items():
+                if name != MANIFEST and not name.endswith("/"):
+                    size, listed = (
+                        entry.stat(follow_symlinks=False).st_size,
+                        files[prefix + name].bytes,
+                    )
+                    if size != listed:
+                        raise mismatch_size(prefix + name, size, listed)

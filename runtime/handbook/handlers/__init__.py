@@ -1,0 +1,1 @@
+"""One module per tool, each a pure function over a verified snapshot (rank 3)."""

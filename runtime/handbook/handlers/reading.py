@@ -1,0 +1,253 @@
+"""`get` and `resource`: one doc (or one section of it), and a file attached to a doc
+(whole, or one section or page of an attached markdown file).
+
+A doc comes with its metadata, revision and section list. Content beyond the response
+bound is cut, and `next_offset` fetches the rest; a doc too long for one answer comes as
+its overview plus its sections, to be read one by one. With `revision`, only that exact
+revision is served: a doc that changed since is refused, never replaced by new bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from ..answers import GetAnswer, ResourceAnswer, SectionInfo
+from ..bounds import check_offset, clip, fit_text, json_len, refusal
+from ..bundle.catalog import DocEntry, SectionEntry
+from .listing import OFFSET_MESSAGE
+from .snapshot import MAX_AVAILABLE_IDS, Snapshot, close_matches, find_section
+
+RESERVE_CHARS = 400
+"""Kept free for content, offset, truncated, hint, next_offset and response_chars."""
+A = TypeVar("A", GetAnswer, ResourceAnswer)
+
+
+def get_doc(
+    snap: Snapshot,
+    max_chars: int,
+    doc_id: Any,
+    section: Any = None,
+    offset: Any = 0,
+    revision: Any = None,
+    lang: Any = None,
+) -> GetAnswer:
+    if not isinstance(doc_id, str) or not doc_id.strip():
+        message = "doc_id must be a doc id string, as listed by list()"
+        return {"found": False, "error": refusal("invalid_id", message)}
+    doc = snap.doc(doc_id)
+    if doc is None:
+        return snap.unknown_id(doc_id)
+    out: GetAnswer = {}
+    if lang is not None:
+        in_lang = snap.in_lang(doc.id, str(lang))
+        if in_lang is not None:
+            doc = in_lang
+        else:
+            asked = str(lang)[:20]
+            served = snap.lang_of(doc) or "default"
+            out["requested_lang"], out["fallback"] = asked, True
+            out["hint"] = f"no {asked} version of {doc.id}; served the {served} one"
+    if revision is not None and revision != doc.revision:
+        return unavailable_revision(doc, revision)
+    start = check_offset(offset)
+    if start is None:
+        return {"found": False, "id": doc.id, "error": refusal("invalid_offset", OFFSET_MESSAGE)}
+    content = snap.read(doc)
+    sections = section_list(doc.sections)
+    answer: GetAnswer = {
+        "found": True,
+        "id": doc.id,
+        "title": doc.title,
+        "metadata": metadata(doc),
+        "revision": doc.revision,
+        "url": doc.url,
+        "sections": sections,
+    }
+    if language := snap.lang_of(doc):
+        answer["lang"] = language
+    if (pedigree := snap.pedigree(doc)) is not None:
+        answer["pedigree"] = pedigree
+    if doc.resources:
+        answer["resources"] = [
+            {"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources
+        ]
+    answer.update(out)
+    begin, end = 0, len(content)
+    if section is not None:
+        chosen = find_section(doc.sections, str(section))
+        if chosen is None:
+            miss: GetAnswer = {"found": False, "id": doc.id, "title": doc.title}
+            return unknown_section(miss, f"doc {doc.id}", doc.sections, str(section))
+        answer["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+        begin, end = chosen.start, chosen.end
+    text = content[begin:end].decode("utf-8")
+    whole = section is None and start == 0 and doc.sections
+    return bounded_text(answer, text, start, max_chars, overview(content, doc) if whole else None)
+
+
+def metadata(doc: DocEntry) -> dict[str, Any]:
+    core = {"kind": doc.kind, "summary": doc.summary, "verified": doc.verified}
+    return {**core, "keywords": list(doc.keywords), "aliases": list(doc.aliases), **doc.meta}
+
+
+def section_list(sections: Sequence[SectionEntry]) -> list[SectionInfo]:
+    return [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in sections]
+
+
+def unavailable_revision(doc: DocEntry, revision: Any) -> GetAnswer:
+    message = (
+        f"doc {doc.id} is now at revision {doc.revision}, not {clip(str(revision), 80)}; "
+        "the old bytes are not available"
+    )
+    return {
+        "found": False,
+        "id": doc.id,
+        "revision": doc.revision,
+        "error": refusal("unavailable_revision", message),
+        "hint": "Fetch the current revision without `revision`, "
+        "or ask the library's owner for the old version's bundle.",
+    }
+
+
+def unknown_section(miss: A, where: str, sections: Sequence[SectionEntry], wanted: str) -> A:
+    """`miss` (naming the doc or file `where`) saying that none of its `sections` is
+    `wanted`: the closest titles, and every section."""
+    key = wanted.strip().lower()
+    containing: list[str] = [s.title for s in sections if key and key in s.title.lower()]
+    names: list[str] = [s.title for s in sections] + [s.anchor for s in sections]
+    close = list(dict.fromkeys([*containing, *close_matches(wanted, names, n=5, cutoff=0.4)]))
+    miss["error"] = refusal("unknown_section", f"{where} has no section {clip(wanted)!r}")
+    miss["suggestions"] = close[:5]
+    miss["sections"] = section_list(sections)
+    return miss
+
+
+def bounded_text(out: A, text: str, offset: int, max_chars: int, overview: str | None) -> A:
+    """Put as much of `text` from `offset` into `out` as the bound allows, measured as
+    JSON (escapes count), and say how to get the rest. When `overview` is given (a whole
+    doc asked for) and the text does not fit, the overview comes instead."""
+    listed: list[SectionInfo] = out.get("sections", [])
+    sections = listed
+    while json_len(out) + RESERVE_CHARS > max_chars and sections:
+        sections = out["sections"] = sections[: len(sections) // 2]
+        out["sections_omitted"] = len(listed) - len(sections)
+    budget = max(0, max_chars - json_len(out) - RESERVE_CHARS)
+    rest = text[offset:]
+    if overview is not None and json_len(rest) > budget:
+        rest = overview
+        out["hint"] = (
+            f"The doc has {len(text):,} characters, more than fit in one answer; here is its "
+            "overview. Fetch a section by title or anchor."
+        )
+        out["truncated"] = True
+    if json_len(rest) > budget:
+        cut = fit_text(rest, budget)
+        rest = rest[:cut]
+        out["truncated"] = True
+        out["next_offset"] = offset + cut
+        out["hint"] = (
+            f"Cut at {cut:,} of {len(text) - offset:,} characters; "
+            f"call again with offset={offset + cut} for the rest."
+        )
+    out["content"] = rest
+    out["offset"] = offset
+    return out
+
+
+def overview(content: bytes, doc: DocEntry) -> str:
+    """The content before the first section."""
+    if not doc.sections:
+        return content.decode("utf-8")
+    return content[: doc.sections[0].start].decode("utf-8", "replace")
+
+
+def get_resource(
+    snap: Snapshot,
+    max_chars: int,
+    doc_id: Any,
+    path: Any,
+    revision: Any = None,
+    section: Any = None,
+    offset: Any = None,
+) -> ResourceAnswer:
+    """A file attached to a folder doc, by its path in the doc's folder, as verified
+    bytes: `content` when it is UTF-8 text, else `content_base64`. The path is only
+    looked up in the doc's verified list: nothing is read from a path the caller builds.
+    The whole file comes in one answer or not at all; with `section` (of an attached
+    markdown file) or `offset`, a part of its text comes, cut to the bound like a doc's."""
+    got = get_doc(snap, max_chars, doc_id, revision=revision)
+    if not got.get("found"):
+        miss: ResourceAnswer = {"found": False}
+        for key in ("error", "id", "revision", "suggestions", "hint"):
+            if key in got:
+                miss[key] = got[key]
+        return miss
+    doc = snap.doc(got["id"])
+    wanted = str(path).strip().removeprefix("./") if isinstance(path, str) else ""
+    match = next((r for r in doc.resources if r.path == wanted), None) if doc else None
+    if doc is None or match is None:
+        listed = [r.path for r in doc.resources] if doc is not None else []
+        message = f"doc {got['id']} has no attached file {clip(str(path))!r}"
+        return {
+            "found": False,
+            "id": got["id"],
+            "error": refusal("unknown_resource", message),
+            "resources": listed[:MAX_AVAILABLE_IDS],
+        }
+    start = None if offset is None else check_offset(offset)
+    if offset is not None and start is None:
+        return {"found": False, "id": doc.id, "error": refusal("invalid_offset", OFFSET_MESSAGE)}
+    out: ResourceAnswer = {
+        "found": True,
+        "id": doc.id,
+        "ref": f"{snap.name}:{doc.id}",
+        "revision": doc.revision,
+        "path": match.path,
+        "bytes": match.bytes,
+        "sha256": match.sha256,
+        "media_type": match.media_type,
+    }
+    if match.sections:
+        out["sections"] = section_list(match.sections)
+    data = snap.bundle.read(match.file)
+    if section is not None:
+        chosen = find_section(match.sections, str(section))
+        if chosen is None:
+            missed: ResourceAnswer = {"found": False, "id": doc.id, "path": match.path}
+            return unknown_section(missed, match.path, match.sections, str(section))
+        out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+        data = data[chosen.start : chosen.end]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        if start is not None:
+            message = f"{match.path} is not text: it is read whole, without offset"
+            return {"found": False, "id": doc.id, "error": refusal("invalid_offset", message)}
+        out["content_base64"] = base64.b64encode(data).decode("ascii")
+    else:
+        if section is not None or start is not None:
+            return bounded_text(out, text, start or 0, max_chars, None)
+        out["content"] = text
+    if json_len(out) > max_chars:
+        message = (
+            f"{match.path} is {match.bytes:,} bytes, more than one answer may hold "
+            f"({max_chars:,} characters)"
+        )
+        hint = (
+            "Read its text a part at a time: offset=0, then each next_offset"
+            + (", or one section by title or anchor." if match.sections else ".")
+            if "content" in out
+            else "Read it through the Python API with a larger max_response_chars, "
+            f"or from the bundle file {match.file}"
+        )
+        return {
+            "found": False,
+            "id": doc.id,
+            "path": match.path,
+            "bytes": match.bytes,
+            "error": refusal("too_large", message),
+            "hint": hint,
+        }
+    return out

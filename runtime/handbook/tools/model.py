@@ -1,0 +1,184 @@
+"""The model of an agent tool: its parameters, its definition for one served context.
+
+`handbook.tools.table` holds the table of tools built from these; transports read only the
+table. A parameter knows its JSON Schema and how a value written as text (a query
+string, a command line) becomes the argument; a tool knows its verb (the served
+object's method), its output schema and the `TypedDict` of its answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..bundle.catalog import Catalog
+
+MAX_ENUM = 50
+_READ_ONLY: Mapping[str, bool] = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+
+
+class ToolContext(NamedTuple):
+    """What the definitions say about the served libraries."""
+
+    title: str
+    libraries: tuple[str, ...]
+    docs: int
+    kinds: tuple[str, ...]
+    filters: Mapping[str, tuple[str, ...] | None]
+    """Filterable field -> its known values (None: too many to list)."""
+    languages: tuple[str, ...]
+    writable: bool = False
+    """Served with a writable inbox (`handbook.inbox.writable`): the write tools are offered."""
+
+
+def context_of(catalogs: Sequence[Catalog], reserved: frozenset[str] = frozenset()) -> ToolContext:
+    """The context of one library's catalog, or of several on a shelf; fields named
+    like a tool's own parameters (`reserved`) are never offered as filters."""
+    infos = [c.library for c in catalogs]
+    kinds: dict[str, None] = {}
+    filters: dict[str, set[str] | None] = {}
+    languages: set[str] = set()
+    for catalog in catalogs:
+        info = catalog.library
+        kinds.update(
+            dict.fromkeys(info.vocab.get("kind", ()) or sorted({d.kind for d in catalog.docs}))
+        )
+        for name, spec in info.filters.items():
+            values = spec.get("values")
+            known = filters.get(name, set())
+            filters[name] = None if values is None or known is None else known | set(values)
+        languages.update(str(d.meta.get("lang") or info.default_lang or "") for d in catalog.docs)
+    title = ", ".join(i.title or i.name for i in infos) or "knowledge"
+    return ToolContext(
+        title,
+        tuple(i.name for i in infos),
+        sum(len(c.docs) for c in catalogs),
+        tuple(kinds),
+        {
+            n: None if v is None else tuple(sorted(v))
+            for n, v in sorted(filters.items())
+            if n not in reserved
+        },
+        tuple(sorted(languages - {""})),
+    )
+
+
+def integer(text: str) -> Any:
+    """A whole number; anything else as written, for the handler to refuse in its words."""
+    stripped = text.strip()
+    return (
+        int(stripped)
+        if stripped.isascii() and stripped.lstrip("-").isdigit() and len(stripped) < 12
+        else text
+    )
+
+
+def boolean(text: str) -> Any:
+    """true or false; anything else as written, for the handler to refuse in its words."""
+    return {"true": True, "false": False}.get(text.strip().lower(), text)
+
+
+def words(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def pairs(text: str) -> list[dict[str, str]]:
+    pairs = [part.partition("=") for part in text.split(",") if part.strip()]
+    return [{"id": k.strip(), "revision": v.strip()} for k, _, v in pairs]
+
+
+def revision_map(value: Any) -> Any:
+    """The schema's list of {id, revision} as the handlers' mapping; a mapping as is."""
+    if isinstance(value, list) and all(isinstance(r, Mapping) for r in value):
+        return {str(r.get("id")): str(r.get("revision")) for r in value}
+    return value
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    schema: Mapping[str, Any]
+    """The JSON Schema of a given value (the table adds null for optional parameters)."""
+    description: str
+    required: bool = False
+    from_text: Callable[[str], Any] | None = None
+    """How a value written as text becomes the argument (default: the text itself)."""
+    to_python: Callable[[Any], Any] | None = None
+    """How a JSON value becomes the Python handler's argument (default: as it is)."""
+    positional: bool = False
+    """On the command line, an argument rather than an option."""
+    flags: tuple[str, ...] = ()
+    """Command-line option names, when not just `--<name>`."""
+    aliases: tuple[str, ...] = ()
+    """Other names accepted for it (older HTTP clients send `id`)."""
+
+    def json_schema(self) -> dict[str, Any]:
+        schema = {**self.schema, "description": self.description}
+        if not self.required:
+            kinds = schema.get("type", [])
+            schema["type"] = [*(kinds if isinstance(kinds, list) else [kinds]), "null"]
+        return schema
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    verb: str
+    summary: str
+    """One line for people: --help, OpenAPI summaries."""
+    title: Callable[[ToolContext], str]
+    description: Callable[[ToolContext], str]
+    params: tuple[Param, ...]
+    output: Mapping[str, Any]
+    answer: type
+    """The `TypedDict` of its answers (`handbook.answers`), which `output` describes."""
+    filters: bool = False
+    """Takes the library's filterable fields as parameters too."""
+    writes: bool = False
+    """Writes to the inbox: offered only where one is served, and told who is asking."""
+    annotations: Mapping[str, bool] = field(default_factory=lambda: dict(_READ_ONLY))
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if name in (p.name, *p.aliases)), None)
+
+    def input_schema(self, context: ToolContext) -> dict[str, Any]:
+        properties = {p.name: p.json_schema() for p in self.params}
+        if self.filters:
+            properties.update({n: _filter_schema(n, v) for n, v in context.filters.items()})
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+
+    def definition(self, context: ToolContext) -> dict[str, Any]:
+        """The MCP shape: name, title, description, inputSchema, outputSchema, annotations."""
+        return {
+            "name": self.name,
+            "title": self.title(context),
+            "description": self.description(context),
+            "inputSchema": self.input_schema(context),
+            "outputSchema": dict(self.output),
+            "annotations": dict(self.annotations),
+        }
+
+
+def _filter_schema(name: str, values: tuple[str, ...] | None) -> dict[str, Any]:
+    if values and len(values) <= MAX_ENUM:
+        listed = ", ".join(values)
+        return {
+            "type": ["string", "null"],
+            "enum": [*values, "any", None],
+            "description": f'Only docs whose {name} is this value ({listed}). null or "any": no filter.',
+        }
+    return {
+        "type": ["string", "null"],
+        "description": f'Only docs whose {name} is this value. null or "any": no filter.',
+    }
