@@ -11,7 +11,8 @@
         ├── UnsignedError       a signed build is required and there is no key
         ├── PublishError        the output location cannot take the bundle, archive or export
         ├── EmbeddingError      `semantic: true`, but no embedding model can run here
-        └── ReleaseError        a release precondition or step failed
+        ├── ReleaseError        a release precondition or step failed
+        └── AcceptError         an inbox record cannot be accepted as it stands
 
 Nothing here knows about exit codes: the CLI (`commands.py`) maps these, and the
 runtime's `KeyFormatError` and `BundleError`, to exit 2 (a usage error: configuration,
@@ -79,3 +80,9 @@ class EmbeddingError(HandbookBuildError):
 class ReleaseError(HandbookBuildError):
     """A release precondition failed or a step did; nothing changed. The message says
     what to do."""
+
+
+class AcceptError(HandbookBuildError):
+    """An inbox record cannot be accepted as it stands: its doc is gone or changed since
+    the agent read it, its section is gone, or a new doc has no free place. Nothing was
+    written; the message says what to do (reject the record, or pass another --path)."""

@@ -60,6 +60,7 @@ from .config.options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 from .config.settings import Config, load_config
 from .errors import BuildError, ConfigError
 from .findings import Finding
+from .pipeline import BuildResult
 from .read.parse import written_body
 from .read.source import Text
 from .write import pages
@@ -109,69 +110,27 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
 
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         settings = self._settings()
-        strict = bool(config.strict)
         out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
-        try:
-            key, source, warning = signing_key(settings)
-            if warning:
-                log.warning(f"handbook: {warning}")
-            if key is None and (strict or os.environ.get("CI")):
-                raise PluginError(
-                    f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
-                    "(unsigned builds are refused under --strict and in CI)"
-                )
-            replacing = replaces_signed(out) if key is None else None
-            if replacing:
-                log.warning(f"handbook: {replacing}")
-            built = pipeline.build(settings, out, key, strict=strict)
-        except BuildError as exc:
-            _log_findings(exc.findings)
-            raise PluginError(
-                f"handbook: {exc.errors} error(s), {exc.warnings} warning(s) "
-                f"in {exc.docs} docs; nothing built"
-            ) from None
-        except (HandbookError, OSError) as exc:  # a bad key, an occupied output, a bundle refused
-            raise PluginError(f"handbook: {exc}") from None
+        built, signed_with, replacing = _build(settings, out, bool(config.strict))
         _log_findings(built.findings)
         self.bundle = built.bundle
         if settings.audiences is not None:  # the site is one audience's: the others' pages go
             self.bundle = built.for_audience(settings.audiences.site)
-            shown = {doc.source for doc in self.bundle.catalog.docs}
-            for page in list(files.documentation_pages()):
-                withheld = any(
-                    page.src_uri in {d.source for d in b.catalog.docs}
-                    for b in built.bundles.values()
-                )
-                if withheld and page.src_uri not in shown:
-                    files.remove(page)
+            _withhold(files, built, self.bundle)
         self.pedigrees = pages.pedigrees(built.bundle)
-        catalog = built.bundle.catalog
-        self.docs = pages.by_source(catalog.docs)
+        self.docs = pages.by_source(built.bundle.catalog.docs)
         signed = built.bundle.manifest.signed
         log.info(
             f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs "
             f"published to {os.path.relpath(out)} ({built.bundle.signature_state}"
-            f"{', key from ' + source if key else ''})"
+            f"{', key from ' + signed_with if signed_with else ''})"
         )
-        if key is None and replacing is None:
+        if signed_with is None and replacing is None:
             log.info(
                 f"handbook: the bundle is unsigned; "
                 f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
             )
-        files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
-        if files.get_file_from_path(LLMS) is None:
-            files.append(File.generated(config, LLMS, content=built.bundle.read(LLMS)))
-        if files.get_file_from_path(LLMS_FULL) is None:
-            full = llms_full_txt(built.bundle, settings)
-            files.append(File.generated(config, LLMS_FULL, content=full))
-        if files.get_file_from_path(pages.CATALOG_PAGE) is None:
-            files.append(
-                File.generated(
-                    config,
-                    pages.CATALOG_PAGE,
-                    content=pages.catalog_markdown(catalog.library, catalog.docs),
-                )
-            )
+        _add_generated(files, config, built.bundle, settings)
         return files
 
     def on_page_read_source(self, *, page: Page, config: MkDocsConfig) -> str:
@@ -214,6 +173,60 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         if self.settings is None:  # on_config always runs first; this keeps mypy and readers sure
             raise PluginError("handbook: the plugin was not configured")
         return self.settings
+
+
+def _build(settings: Config, out: Path, strict: bool) -> tuple[BuildResult, str | None, str | None]:
+    """`pipeline.build`, with the signing key the settings give; returns the result, where
+    the key came from (None: unsigned) and the warning about replacing a signed bundle
+    with an unsigned one. Every failure is one `PluginError`, its findings logged."""
+    try:
+        key, source, warning = signing_key(settings)
+        if warning:
+            log.warning(f"handbook: {warning}")
+        if key is None and (strict or os.environ.get("CI")):
+            raise PluginError(
+                f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
+                "(unsigned builds are refused under --strict and in CI)"
+            )
+        replacing = replaces_signed(out) if key is None else None
+        if replacing:
+            log.warning(f"handbook: {replacing}")
+        built = pipeline.build(settings, out, key, strict=strict)
+    except BuildError as exc:
+        _log_findings(exc.findings)
+        raise PluginError(
+            f"handbook: {exc.errors} error(s), {exc.warnings} warning(s) "
+            f"in {exc.docs} docs; nothing built"
+        ) from None
+    except (HandbookError, OSError) as exc:  # a bad key, an occupied output, a bundle refused
+        raise PluginError(f"handbook: {exc}") from None
+    return built, source if key is not None else None, replacing
+
+
+def _withhold(files: Files, built: BuildResult, site: Bundle) -> None:
+    """Take out of the site the pages of docs that some audience's bundle holds but the
+    site's audience's (`site`) does not; pages that are no doc stay."""
+    shown = {doc.source for doc in site.catalog.docs}
+    for page in list(files.documentation_pages()):
+        withheld = any(
+            page.src_uri in {d.source for d in b.catalog.docs} for b in built.bundles.values()
+        )
+        if withheld and page.src_uri not in shown:
+            files.remove(page)
+
+
+def _add_generated(files: Files, config: MkDocsConfig, bundle: Bundle, settings: Config) -> None:
+    """The card CSS, and, unless the site has its own, `llms.txt`, `llms-full.txt` and the
+    catalog page, at the site's root."""
+    files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
+    if files.get_file_from_path(LLMS) is None:
+        files.append(File.generated(config, LLMS, content=bundle.read(LLMS)))
+    if files.get_file_from_path(LLMS_FULL) is None:
+        files.append(File.generated(config, LLMS_FULL, content=llms_full_txt(bundle, settings)))
+    if files.get_file_from_path(pages.CATALOG_PAGE) is None:
+        catalog = bundle.catalog
+        content = pages.catalog_markdown(catalog.library, catalog.docs)
+        files.append(File.generated(config, pages.CATALOG_PAGE, content=content))
 
 
 def _log_findings(findings: list[Finding]) -> None:

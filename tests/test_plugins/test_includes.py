@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from pymdownx.snippets import SnippetPreprocessor
 
 from handbook.libraries.library import Library
-from handbook_build import load_config, pipeline
+from handbook_build import load_config, workers
 from handbook_build.pipeline import build, check
 from handbook_build.read.includes import Configured, configured
 
@@ -317,8 +317,8 @@ def test_worker_processes_expand_like_the_main_process(
     docs = {f"d{n}.md": f'Doc {n}.\n--8<-- "parts/intro.md"\n--8<-- "gone.md"\n' for n in range(6)}
     config = library(tmp_path / "lib", docs, snippets(), PARTS)
     serial = checked(config)
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 1)
-    monkeypatch.setattr(pipeline, "_CHUNK", 2)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(workers, "CHUNK", 2)
     assert checked(config) == serial
     assert len(serial[1]) == 6
 

@@ -280,7 +280,7 @@ def test_the_inbox_page_shows_the_newest_of_the_audience_s_records(tmp_path: Pat
     """More open records than a page, two audiences interleaved: the page holds the newest
     page-full of the asking audience's, and none of the other's."""
     from handbook.inbox.store import Stored
-    from handbook.serve.http import MAX_INBOX_PAGE, _inbox_page
+    from handbook.serve.inbox_page import MAX_INBOX_PAGE, inbox_page
 
     store = SQLiteStore(tmp_path / "inbox.db")
     caps = Caps(per_principal_per_hour=10_000, open_per_doc=10_000)
@@ -290,7 +290,7 @@ def test_the_inbox_page_shows_the_newest_of_the_audience_s_records(tmp_path: Pat
         basis = {"basis": str(n)}
         record = Stored(record_id, "contradiction", library, "doc.a", "principal:x", basis, n)
         store.add(record, caps)
-    page = _inbox_page(Inbox(store), {"lib@staff"}).body.decode()
+    page = inbox_page(Inbox(store), {"lib@staff"}).body.decode()
     shown = {int(i, 16) for i in re.findall(r"<td>([0-9a-f]{12})</td>", page)}
     staff = [n for n in range(2 * MAX_INBOX_PAGE + 50) if n % 2]
     assert shown == set(staff[-MAX_INBOX_PAGE:])

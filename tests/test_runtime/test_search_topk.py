@@ -1,8 +1,9 @@
-"""The top-k path of `SearchIndex.search` (posting heads, bounds, early termination)
-gives exactly what scoring every posting gives: the same count, entries, order and float
-scores, on many generated queries over a real built index (the Agent Skills tree, whose
-attached references are entries of their own). The exhaustive scores are lunr's
-(`test_lunr_js.py`, `test_attached_search.py`), so the top k are lunr's too.
+"""The top-k path of `SearchIndex.search` (`handbook.search.top_k`: posting heads,
+bounds, early termination) gives exactly what scoring every posting gives: the same
+count, entries, order and float scores, on many generated queries over a real built
+index (the Agent Skills tree, whose attached references are entries of their own). The
+exhaustive scores are lunr's (`test_lunr_js.py`, `test_attached_search.py`), so the top
+k are lunr's too.
 
 The index is built with heads of 8 postings, not 64, and every query may take the top-k
 path, so that short lists, long ones, tails and entries at no head all occur."""
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import KEY, REAL_SITES, shared_data
 
-import handbook.search.index as search_module
+import handbook.search.top_k as top_k
 from handbook import FormatError
 from handbook.search import file_format as fmt
 from handbook.search.index import SearchIndex
@@ -54,17 +55,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def index(built: Path, monkeypatch: pytest.MonkeyPatch) -> SearchIndex:
-    monkeypatch.setattr(search_module, "EXHAUSTIVE_POSTINGS", 0)
+    monkeypatch.setattr(top_k, "EXHAUSTIVE_POSTINGS", 0)
     return SearchIndex(built.read_bytes())
 
 
 def exhaustive(index: SearchIndex, *args: object) -> object:
     """The answer with every posting scored."""
-    top, index._top = index._top, lambda *_: None  # type: ignore[method-assign]
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(top_k, "top", lambda *_: None)
         return index.search(*args)  # type: ignore[arg-type]
-    finally:
-        index._top = top  # type: ignore[method-assign]
 
 
 def generated_queries(index: SearchIndex, seed: int) -> Iterator[str]:
@@ -97,11 +96,13 @@ def generated_queries(index: SearchIndex, seed: int) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_top_k_are_the_exhaustive_ranking_s(index: SearchIndex, seed: int) -> None:
+def test_the_top_k_are_the_exhaustive_ranking_s(
+    index: SearchIndex, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(seed)
     docs = len(index.entry_doc and set(index.entry_doc))
     took = 0
-    top = index._top
+    top = top_k.top
 
     def counted(*args: object) -> object:
         nonlocal took
@@ -109,7 +110,7 @@ def test_the_top_k_are_the_exhaustive_ranking_s(index: SearchIndex, seed: int) -
         took += answer is not None
         return answer
 
-    index._top = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(top_k, "top", counted)
     for text in generated_queries(index, seed):
         try:
             clauses = parse(text)
@@ -172,7 +173,7 @@ def test_heads_that_do_not_agree_are_refused(built: Path) -> None:
 
 
 def test_a_head_outside_its_list_is_refused(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search_module, "EXHAUSTIVE_POSTINGS", 0)
+    monkeypatch.setattr(top_k, "EXHAUSTIVE_POSTINGS", 0)
     data = bytearray(built.read_bytes())
     header, _ = header_and_body(bytes(data))
     arrays = header["arrays"]

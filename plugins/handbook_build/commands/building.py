@@ -31,6 +31,7 @@ from ..config.settings import Config, load_config
 from ..errors import BuildError, ConfigError, ReleaseError, ScaffoldError, UnsignedError
 from ..findings import Finding, Severity, render_github, render_json, render_text
 from ..rules import RULES
+from ..write.bundles import build_time, expiry
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200
@@ -229,10 +230,7 @@ def build(
                 f"{expires} is not a real time (check the month, day and hour)",
                 param_hint="--expires",
             )
-        if (
-            expires.endswith("Z")
-            and pipeline.expiry(pipeline.build_time(), expires) <= pipeline.build_time()
-        ):
+        if expires.endswith("Z") and expiry(build_time(), expires) <= build_time():
             raise click.BadParameter(
                 f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires"
             )

@@ -11,7 +11,6 @@ record, and every decision is itself an event of the inbox's audit trail.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,12 @@ import click
 from handbook.bundle.manifest import utc_time
 from handbook.inbox.store import STATES, Store, Stored, StoreError
 from handbook.inbox.stores import open_store
-from handbook.pedigree.records import Review
 from handbook.terminal_text import for_terminal, json_for_terminal
 
-from .. import pipeline
 from ..checks.reviews import reviewers_of
 from ..config.settings import Config
-from ..errors import PublishError
-from ..safe_paths import checked_from, remove_file, write_file
+from ..errors import AcceptError
+from ..tasks.accept import VERDICT_OF, apply_proposal, review_of
 from .building import BuildCommand, config_option, progress_bar
 from .review import (
     at_option,
@@ -40,8 +37,6 @@ from .review import (
     signed,
     time_of,
 )
-
-VERDICT_OF = {"contradiction": "contradict", "corroboration": "corroborate"}
 
 store_option = click.option(
     "--inbox",
@@ -221,11 +216,7 @@ def accept_command(
             f"{record.id[:12]} is about library {record.library}, not {config.library}"
         )
     name = _decider(config, keyid, record)
-    entries = doc_entries(config)
-    if record.kind in VERDICT_OF:
-        written = _review_of(config, record, entries, private, keyid, time_of(at), name)
-    else:
-        written = _apply_proposal(config, record, entries, doc_path)
+    written = _accepted(config, record, private, keyid, at, doc_path)
     decided = _decide(
         store, record, "accepted", name, reason or f"accepted: {os.path.relpath(written)}"
     )
@@ -288,130 +279,27 @@ def _decider(config: Config, keyid: str, record: Stored) -> str:
     return name
 
 
+def _accepted(
+    config: Config, record: Stored, private: Any, keyid: str, at: str | None, doc_path: str | None
+) -> Path:
+    """The file accepting `record` wrote (`tasks.accept`): a signed review file, or the
+    doc the proposal changed. A record that no longer fits is a usage error."""
+    entries = doc_entries(config)
+    try:
+        if record.kind in VERDICT_OF:
+            review = review_of(config, record, entries, keyid, time_of(at))
+            return keep(config, signed(review, private))
+        with progress_bar("Checking") as progress:
+            written, refused = apply_proposal(config, record, entries, doc_path, progress)
+    except AcceptError as exc:
+        raise click.UsageError(str(exc)) from None
+    if refused:
+        raise click.ClickException(f"the proposal does not check, nothing was kept: {refused}")
+    return written
+
+
 def _decide(store: Store, record: Stored, state: str, name: str, reason: str) -> Stored:
     try:
         return store.decide(record.id, state, name, time_of(None), reason)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
-
-
-def _review_of(
-    config: Config,
-    record: Stored,
-    entries: dict[str, list[tuple[str, Any]]],
-    private: Any,
-    keyid: str,
-    now: int,
-    name: str,
-) -> Path:
-    """The accepted judgement as a review file of the revision the agent read."""
-    payload = record.payload
-    found = entries.get(record.doc)
-    if not found:
-        raise click.UsageError(f"the library no longer has {record.doc}; reject the record")
-    by = record.principal.partition(":")[2]
-    basis = f"{payload['basis']} (reported by {by}, inbox record {record.id[:12]})"
-    review = signed(
-        Review(
-            "",
-            config.library,
-            record.doc,
-            str(payload.get("revision", "")),
-            VERDICT_OF[record.kind],  # type: ignore[arg-type]
-            basis[:2000],
-            keyid,
-            now,
-            payload.get("section"),
-            None,
-            tuple(payload.get("evidence", ())),
-        ),
-        private,
-    )
-    return keep(config, review)
-
-
-def _apply_proposal(
-    config: Config, record: Stored, entries: dict[str, list[tuple[str, Any]]], doc_path: str | None
-) -> Path:
-    """Write the proposal into the docs tree; checked, and undone if the check finds an
-    error in the file it changed. Both writes go through `safe_paths.write_file`: no link
-    on the way from the project folder is followed, nor one named like a temporary file."""
-    target, before, after = _planned(config, record, entries, doc_path)
-    below = checked_from(config.docs_dir, config.config_path.parent)
-    write_file(target, after, below, PublishError, before=before)
-    with progress_bar("Checking") as progress:
-        result = pipeline.check(config, progress)
-    rel_path = target.relative_to(config.docs_dir).as_posix()
-    errors = [f for f in result.findings if f.path == rel_path and f.severity.name == "ERROR"]
-    ids = {doc.id for doc in result.docs if doc.path == rel_path}
-    if errors or (before is None and record.doc not in ids):
-        if before is None:
-            remove_file(target, after, below, PublishError)
-        else:
-            write_file(target, before, below, PublishError, before=after)
-        shown = "; ".join(str(f) for f in errors[:5]) or f"the file's id is not {record.doc}"
-        raise click.ClickException(f"the proposal does not check, nothing was kept: {shown}")
-    return target
-
-
-def _planned(
-    config: Config, record: Stored, entries: dict[str, list[tuple[str, Any]]], doc_path: str | None
-) -> tuple[Path, bytes | None, bytes]:
-    """(the file, its bytes now or None for a new doc, its bytes with the proposal)."""
-    payload = record.payload
-    markdown = str(payload["markdown"])
-    found = entries.get(record.doc)
-    if not found:
-        rel = doc_path or record.doc.replace(".", "/") + ".md"
-        target = Path(os.path.abspath(config.docs_dir / rel))
-        if config.docs_dir not in target.parents or os.path.lexists(target):
-            raise click.UsageError(
-                f"{rel} is outside the docs folder or exists; pass another --path"
-            )
-        return target, None, (markdown if markdown.endswith("\n") else markdown + "\n").encode()
-    path, entry = found[0]
-    if payload.get("revision") != entry.revision:
-        raise click.UsageError(
-            f"{record.doc} changed since the proposal was written (revision "
-            f"{entry.revision[:12]}, the proposal read {str(payload.get('revision'))[:12]}): "
-            "reject it, or ask for a new one"
-        )
-    target = config.docs_dir / path
-    before = target.read_bytes()
-    text = before.decode("utf-8").replace("\r\n", "\n")
-    return target, before, _with_section(text, payload.get("section"), markdown, entry).encode()
-
-
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-
-
-def _with_section(text: str, section: Any, markdown: str, entry: Any) -> str:
-    """`text` with the body (after the frontmatter), or one `## ` section's text,
-    replaced by `markdown`."""
-    lines = text.split("\n")
-    start = 0
-    if lines and lines[0].strip() == "---":
-        start = next((n + 1 for n in range(1, len(lines)) if lines[n].strip() in ("---", "...")), 0)
-    new = markdown.rstrip("\n").split("\n")
-    if not section:
-        return "\n".join([*lines[:start], *new, ""])
-    title = next((s.title for s in entry.sections if s.anchor == section), None)
-    fence = ""
-    for n in range(start, len(lines)):
-        stripped = lines[n].lstrip()
-        if stripped.startswith(("```", "~~~")):
-            fence = "" if fence and stripped.startswith(fence) else fence or stripped[:3]
-            continue
-        match = None if fence else _HEADING.match(lines[n])
-        if match and len(match[1]) == 2 and match[2] == title:
-            end = next(
-                (
-                    m
-                    for m in range(n + 1, len(lines))
-                    if (h := _HEADING.match(lines[m])) and len(h[1]) <= 2
-                ),
-                len(lines),
-            )
-            body = new[1:] if new and _HEADING.match(new[0]) else new
-            return "\n".join([*lines[: n + 1], "", *body, "", *lines[end:]]).rstrip("\n") + "\n"
-    raise click.UsageError(f"{entry.id} has no section {section!r} any more; reject the record")

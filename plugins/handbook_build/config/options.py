@@ -19,6 +19,7 @@ from inspect import cleandoc
 from pathlib import Path
 from typing import Any
 
+from handbook import durations
 from handbook.bundle.manifest import utc_seconds
 from handbook.bundle.semver import parse as parse_version
 from handbook.bundle.signing import PublicKey
@@ -33,8 +34,9 @@ from .validators import load as load_validator
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
 VALIDATOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 EXPIRES = re.compile(
-    r"^(?:[1-9][0-9]{0,5}[dh]|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)$"
+    rf"^(?:{durations.PATTERN}|[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z)$"
 )
+"""A duration (`handbook.durations`) or a UTC time."""
 
 BUILTIN_FIELDS = ("id", "title", "kind", "summary")
 DEFAULT_BUNDLE_DIR = "build/bundle"
@@ -352,7 +354,6 @@ def _check_adopt(value: Any, key: str, errors: Problems) -> Adoption | None:
 
 
 _REVIEW_KEYS = ("folder", "reviewers", "required_approvals", "protected", "horizon", "unapproved")
-_DURATION = re.compile(r"^([1-9][0-9]{0,5})([dh])$")
 
 
 def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | None:
@@ -363,26 +364,7 @@ def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | N
         return None
     for name in sorted(set(value) - set(_REVIEW_KEYS), key=str):
         errors.add(f"{key}.{name}", f"unknown key; expected one of: {', '.join(_REVIEW_KEYS)}")
-    reviewers = value.get("reviewers", {})
-    if (
-        not isinstance(reviewers, dict)
-        or not reviewers
-        or not all(
-            isinstance(n, str) and NAME.fullmatch(n) and isinstance(k, str)
-            for n, k in reviewers.items()
-        )
-    ):
-        errors.add(
-            f"{key}.reviewers", "must map reviewer names (like `alice`) to public keys `ed25519:…`"
-        )
-        reviewers = {}
-    for name, public in reviewers.items():
-        try:
-            PublicKey.parse(public)
-        except KeyFormatError as exc:
-            errors.add(f"{key}.reviewers.{name}", str(exc))
-    if len({k for k in reviewers.values()}) < len(reviewers):
-        errors.add(f"{key}.reviewers", "two reviewers have one key: each reviewer needs their own")
+    reviewers = _check_reviewers(value.get("reviewers", {}), f"{key}.reviewers", errors)
     required = value.get("required_approvals", 1)
     if type(required) is not int or not 0 <= required <= max(len(reviewers), 1):
         errors.add(
@@ -398,14 +380,7 @@ def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | N
     ):
         errors.add(f"{key}.protected", "must be a mapping with `kinds` and/or `keywords` lists")
         protected = {}
-    horizon = value.get("horizon")
-    seconds = None
-    if horizon is not None:
-        match = _DURATION.fullmatch(str(horizon))
-        if match is None:
-            errors.add(f"{key}.horizon", f"{horizon!r} is not a duration like 180d or 12h")
-        else:
-            seconds = int(match[1]) * (86_400 if match[2] == "d" else 3_600)
+    horizon = _check_horizon(value.get("horizon"), f"{key}.horizon", errors)
     unapproved = value.get("unapproved", "flag")
     if unapproved not in UNAPPROVED:
         errors.add(f"{key}.unapproved", f"{unapproved!r}: expected one of {', '.join(UNAPPROVED)}")
@@ -420,9 +395,43 @@ def _check_reviews(value: Any, key: str, errors: Problems) -> ReviewSettings | N
         required,
         tuple(protected.get("kinds", ())),
         tuple(protected.get("keywords", ())),
-        seconds,
+        horizon,
         str(unapproved),
     )
+
+
+def _check_reviewers(value: Any, key: str, errors: Problems) -> dict[str, str]:
+    """Reviewer name -> public key, each key parsed and none shared; `{}` when the
+    mapping itself is malformed."""
+    if (
+        not isinstance(value, dict)
+        or not value
+        or not all(
+            isinstance(n, str) and NAME.fullmatch(n) and isinstance(k, str)
+            for n, k in value.items()
+        )
+    ):
+        errors.add(key, "must map reviewer names (like `alice`) to public keys `ed25519:…`")
+        return {}
+    for name, public in value.items():
+        try:
+            PublicKey.parse(public)
+        except KeyFormatError as exc:
+            errors.add(f"{key}.{name}", str(exc))
+    if len(set(value.values())) < len(value):
+        errors.add(key, "two reviewers have one key: each reviewer needs their own")
+    return value
+
+
+def _check_horizon(value: Any, key: str, errors: Problems) -> int | None:
+    """Seconds, or None: no horizon set (or one that is not a duration, reported)."""
+    if value is None:
+        return None
+    try:
+        return durations.seconds(str(value))
+    except ValueError as exc:
+        errors.add(key, str(exc))
+        return None
 
 
 _AUDIENCE_KEYS = ("include", "default", "site", "bundles_dir")

@@ -155,8 +155,8 @@ class Expander:
             try:
                 out = pre.run(list(out))  # snippets appends to the list it is given
             except Exception as exc:  # then each line on its own, failing ones as they are
-                page_error = _describe(exc)
-                out = [new for line in out for new in _run([alone], [line])]
+                page_error = _describe(exc)  # (every line is probed below, failures reported)
+                out = [new for line in out for new in _run([alone], [line])[0]]
         kept = {line.number for line in out if isinstance(line, Marked)}
         gone = _groups(n for n in range(len(written)) if n not in kept)
         probed = self._failing(written, gone)
@@ -200,16 +200,21 @@ class Expander:
         fails alone; its error is at its first line."""
         probed = {}
         for group in groups:
-            found = {
-                n: (_failure(self.strict, [written[n]]), len(_run(self.alone, [written[n]])))
-                for n in group
-            }
+            found = {n: self._probe(written[n]) for n in group}
             if len(group) > 1 and not any(error for error, _ in found.values()):
                 error = _failure(self.strict, [written[n] for n in group])
                 if error:
                     found[group[0]] = (error, found[group[0]][1])
             probed.update(found)
         return probed
+
+    def _probe(self, line: str) -> tuple[str, int]:
+        """The error the extensions give for `line` when told to fail, else the one they
+        raise on it when tolerating failures (a flaky include: a download that timed
+        out once), else ""; and the number of lines it gives in the page."""
+        error = _failure(self.strict, [line])
+        given, tolerated = _run(self.alone, [line])
+        return error or tolerated, len(given)
 
     @functools.cached_property
     def _appended_error(self) -> str:
@@ -280,22 +285,19 @@ def _absolute(value: object, base: Path) -> object:
 def _failure(chain: Sequence[Preprocessor], lines: list[str]) -> str:
     """What `chain` raises or logs as an error over `lines`, or ""."""
     with _logged_errors() as logged:
-        try:
-            for pre in chain:
-                lines = pre.run(list(lines))
-        except Exception as exc:
-            return _describe(exc)
-    return logged[0] if logged else ""
+        _, error = _run(chain, lines)
+    return error or (logged[0] if logged else "")
 
 
-def _run(chain: Sequence[Preprocessor], lines: list[str]) -> list[str]:
-    """`lines` through `chain`; as they are if it fails on them."""
+def _run(chain: Sequence[Preprocessor], lines: list[str]) -> tuple[list[str], str]:
+    """`lines` through `chain`, and ""; or, if it fails on them, the lines as they are
+    and what it raised, for the caller to report."""
     try:
         for pre in chain:
             lines = pre.run(list(lines))
-    except Exception:
-        pass
-    return lines
+    except Exception as exc:
+        return lines, _describe(exc)
+    return lines, ""
 
 
 class _Collect(logging.Handler):

@@ -99,7 +99,15 @@ def adopt_site(
     else:
         notes.append(f"{WORKFLOW_PATH} exists; left as it is")
 
-    for path, (before, _) in plan.items():  # all checked before anything is written
+    return Adopted(*_carry_out(folder, plan), notes)
+
+
+def _carry_out(
+    folder: Path, plan: dict[Path, tuple[bytes | None, str]]
+) -> tuple[list[Path], list[Path]]:
+    """Write `plan` (path -> the bytes it had, None for a new file; its new text), every
+    path checked before anything is written; return the files created and changed."""
+    for path, (before, _) in plan.items():
         refuse_links(path, folder, ScaffoldError)
         if before is None and path.exists():
             raise ScaffoldError(f"{path} already exists; init never overwrites it")
@@ -110,7 +118,7 @@ def adopt_site(
         else:
             replace_file(path, before, text.encode("utf-8"), ScaffoldError)
             changed.append(path)
-    return Adopted(written, changed, notes)
+    return written, changed
 
 
 def _options(library: str, docs_dir: Path, skills: bool) -> dict[str, Any]:

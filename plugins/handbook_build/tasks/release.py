@@ -71,7 +71,28 @@ def release(
 ) -> Release:
     """Run the release; raise ReleaseError (nothing changed) when it cannot."""
     config = load_config(config_path)
-    config_path = config.config_path
+    repo = _repository(config.config_path, branch)
+    new = version or next_version(config.version, part or "patch")
+    tag = _new_tag(repo, new, config.version)
+    key = _release_key(config, key_file)
+    if push:
+        _git(repo, "remote", "get-url", remote)  # a missing remote is found before anything changes
+    archive = _commit_and_tag(repo, config, new, tag, key)
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    if push:
+        try:
+            _git(repo, "push", remote, branch, tag, "--quiet")
+        except ReleaseError as exc:
+            raise ReleaseError(
+                f"released {tag} locally (commit {commit[:12]}), but the push failed: {exc}; "
+                f"push it with: git push {remote} {branch} {tag}"
+            ) from None
+    return Release(new, tag, archive, commit, push)
+
+
+def _repository(config_path: Path, branch: str) -> Path:
+    """The git repository of `config_path` (a YAML file), or ReleaseError unless it is on
+    `branch` with a clean tree."""
     if config_path.suffix not in (".yml", ".yaml") or not config_path.is_file():
         raise ReleaseError(
             f"{config_path}: release writes the version into a YAML configuration; "
@@ -89,14 +110,24 @@ def release(
         raise ReleaseError(
             f"the working tree has uncommitted changes:\n{dirty}\ncommit or stash them first"
         )
-    new = version or next_version(config.version, part or "patch")
-    wanted, current = _version(new), _version(config.version, "the current version ")
+    return repo
+
+
+def _new_tag(repo: Path, new: str, current_text: str) -> str:
+    """The tag of version `new`, or ReleaseError unless `new` comes after the current
+    version and is not tagged yet."""
+    wanted, current = _version(new), _version(current_text, "the current version ")
     if wanted <= current:
         note = " (build metadata makes no new version)" if wanted == current else ""
-        raise ReleaseError(f"{new} does not come after the current version {config.version}{note}")
+        raise ReleaseError(f"{new} does not come after the current version {current_text}{note}")
     tag = f"v{new}"
     if _git(repo, "tag", "--list", tag).strip():
         raise ReleaseError(f"tag {tag} already exists; choose another version")
+    return tag
+
+
+def _release_key(config: Config, key_file: str | None) -> Ed25519PrivateKey:
+    """The signing key: a release is never unsigned."""
     try:
         key = signing_key(config, key_file).key
     except KeyFormatError as exc:
@@ -105,9 +136,13 @@ def release(
         raise ReleaseError(
             "no signing key: pass --key KEYFILE, set HANDBOOK_SIGNING_KEY or handbook.signing_key"
         )
-    if push:
-        _git(repo, "remote", "get-url", remote)  # a missing remote is found before anything changes
+    return key
 
+
+def _commit_and_tag(repo: Path, config: Config, new: str, tag: str, key: Ed25519PrivateKey) -> Path:
+    """Write version `new` into the configuration, build and pack the bundle, commit and
+    tag; return the archive. On any failure everything is put back as it was."""
+    config_path = config.config_path
     refuse_links(config_path, repo, ReleaseError)  # mkdocs.yml is rewritten in place
     original = config_path.read_bytes()
     start = _git(repo, "rev-parse", "HEAD").strip()
@@ -121,16 +156,7 @@ def release(
     except BaseException:
         _undo(repo, start, tag, relative, config_path, original)
         raise
-    commit = _git(repo, "rev-parse", "HEAD").strip()
-    if push:
-        try:
-            _git(repo, "push", remote, branch, tag, "--quiet")
-        except ReleaseError as exc:
-            raise ReleaseError(
-                f"released {tag} locally (commit {commit[:12]}), but the push failed: {exc}; "
-                f"push it with: git push {remote} {branch} {tag}"
-            ) from None
-    return Release(new, tag, archive, commit, push)
+    return archive
 
 
 def _undo(

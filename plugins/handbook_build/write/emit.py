@@ -76,36 +76,63 @@ def emit(
     invalidations, for a library that declares reviewers; `source_docs` the source docs
     found for this bundle's readers, per language (`LibraryInfo.source_docs`)."""
     docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
-    entries = []
     texts: dict[str, str] = {}  # sha256 -> text, of every attached markdown file
-    for doc in docs:
-        body = doc.body.encode("utf-8")
-        sha = hashlib.sha256(body).hexdigest()
-        path = content_path(sha)
-        if path not in writer.files:  # two docs with the same body share one file
-            writer.write(path, body)
-        attached = tuple(
-            _resource(config, doc.path, rel, writer, texts)
-            for rel in (resources or {}).get(doc.path, ())
-        )
-        entries.append(_entry(doc, config, body, sha, attached))
+    entries = [
+        _write_doc(doc, config, writer, (resources or {}).get(doc.path, ()), texts) for doc in docs
+    ]
     library = _library(docs, config, built_at)._replace(source_docs=source_docs)
     catalog = Catalog(library, tuple(entries))
-    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
-    order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]  # the index's order
-    markdown = [
-        (n, r) for n in order for r in catalog.docs[n].resources if r.sha256 in texts
-    ]  # in index order: docs by path, each doc's files by path
-    for n, resource in markdown:
-        doc_entry = catalog.docs[n]
-        key = doc_key(doc_entry.id, doc_entry.meta)
-        index.extend(attached_entries(key, doc_entry.title, resource, texts[resource.sha256]))
+    order, markdown = _index_attached(catalog, docs_by_path, texts, index)
     catalog_bytes, offsets = catalog_offsets.write(catalog)
     writer.write(CATALOG, catalog_bytes)
     writer.write(CATALOG_OFFSETS, offsets)
     del catalog_bytes
     if config.reviews is not None:
         writer.write(REVIEWS, reviews_file(config, records))
+    _write_lunr(config, writer, index)
+    with writer.stream(SEARCH) as fh:
+        for piece in search_file(order, markdown, catalog, index):
+            fh.write(piece)
+    tools = {"tools": definitions(context_of([catalog]))}
+    writer.write(
+        TOOLS, (json.dumps(tools, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
+    )
+    writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
+    return catalog
+
+
+def _write_doc(
+    doc: Doc, config: Config, writer: BundleWriter, files: Sequence[str], texts: dict[str, str]
+) -> DocEntry:
+    """Write one doc's content (two docs with the same body share one file) and its
+    attached `files`; return its catalog entry."""
+    body = doc.body.encode("utf-8")
+    sha = hashlib.sha256(body).hexdigest()
+    path = content_path(sha)
+    if path not in writer.files:
+        writer.write(path, body)
+    attached = tuple(_resource(config, doc.path, rel, writer, texts) for rel in files)
+    return _entry(doc, config, body, sha, attached)
+
+
+def _index_attached(
+    catalog: Catalog, docs_by_path: Sequence[Doc], texts: Mapping[str, str], index: LunrIndex
+) -> tuple[list[int], list[tuple[int, Resource]]]:
+    """Add the entries of the attached markdown files to `index`, after the docs'. Returns
+    the docs' catalog positions in index order (docs by path) and the markdown files
+    (catalog position, file) in that order, each doc's files by path."""
+    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
+    order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]
+    markdown = [(n, r) for n in order for r in catalog.docs[n].resources if r.sha256 in texts]
+    for n, resource in markdown:
+        doc_entry = catalog.docs[n]
+        key = doc_key(doc_entry.id, doc_entry.meta)
+        index.extend(attached_entries(key, doc_entry.title, resource, texts[resource.sha256]))
+    return order, markdown
+
+
+def _write_lunr(config: Config, writer: BundleWriter, index: LunrIndex) -> None:
+    """The lunr.js index as `lunr_index` asks: JSON, gzipped JSON, or none."""
     if config.lunr_index == "json":
         with writer.stream(INDEX) as fh:
             index.write(fh)
@@ -117,23 +144,6 @@ def emit(
             ) as gz,
         ):
             index.write(gz)
-    with writer.stream(SEARCH) as fh:
-        for piece in search_file(order, markdown, catalog, index):
-            fh.write(piece)
-    writer.write(
-        TOOLS,
-        (
-            json.dumps(
-                {"tools": definitions(context_of([catalog]))},
-                indent=2,
-                ensure_ascii=False,
-                sort_keys=True,
-            )
-            + "\n"
-        ).encode(),
-    )
-    writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
-    return catalog
 
 
 def search_file(

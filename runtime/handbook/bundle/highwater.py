@@ -1,11 +1,11 @@
 """The version high-water mark of remote bundles: the highest version accepted per
 library and set of trusted keys, with the hash of its manifest, kept in a state file
-outside any bundle folder (`state_dir/highwater.json`, written atomically) so that it
-survives restarts. `handbook.bundle.remote` consults it before any file is downloaded: lower
-is a rollback, equal precedence with another manifest is one version claiming two
-bundles (`1.0.0+b2` after `1.0.0`: build metadata makes no new version). A file or a
-mark it cannot read or order refuses, never counts as no mark. Trusting other keys
-starts afresh.
+outside any bundle folder (`state_dir/highwater.json`, written atomically; by default
+under $HANDBOOK_STATE_DIR, else $XDG_STATE_HOME/handbook) so that it survives restarts.
+`handbook.bundle.remote` consults it before any file is downloaded: lower is a rollback,
+equal precedence with another manifest is one version claiming two bundles (`1.0.0+b2`
+after `1.0.0`: build metadata makes no new version). A file or a mark it cannot read or
+order refuses, never counts as no mark. Trusting other keys starts afresh.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ from .manifest import utc_time
 from .semver import Version
 from .semver import parse as parse_version
 from .signing import PublicKey
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("HANDBOOK_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "handbook"
+    )
+    return Path(base)
 
 
 class HighWater:

@@ -14,6 +14,7 @@ import os
 import stat
 import threading
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
@@ -136,6 +137,17 @@ def check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
     a link), of its listed size when `sizes`; nothing else there. Without `sizes` no file
     is stat'ed (sizes are then checked as each file is read). Folders are compared as
     sets of names, since a bundle holds ten thousand files in one of them."""
+    for folder, names in _expected(manifest).items():
+        prefix = folder + "/" if folder else ""
+        present = _present(tree, folder)
+        _check_names(prefix, names, present)
+        if sizes:
+            _check_sizes(prefix, present, manifest.signed.files)
+
+
+def _expected(manifest: Manifest) -> dict[str, set[str]]:
+    """Folder ("" for the root) -> the names the manifest puts in it, a folder's with a
+    trailing `/`."""
     expected: dict[str, set[str]] = {"": {MANIFEST}}
     for path in manifest.signed.files:
         folder, _, name = path.rpartition("/")
@@ -147,50 +159,59 @@ def check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
                 break
             names.add(sub + "/")
             folder = parent
-    for folder, names in expected.items():
-        prefix = folder + "/" if folder else ""
-        try:
-            with os.scandir(tree.folder(folder)) as it:
-                present = {
-                    entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry
-                    for entry in it
-                }
-        except FileNotFoundError:
-            raise MissingFileError(f"{folder}/: a folder of listed files, missing") from None
-        except OSError as exc:  # not a folder, or a link to one: refused
-            raise FormatError(
-                f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused"
-            ) from None
-        unlisted = present.keys() - names
-        if unlisted:
-            name = min(unlisted)
-            what = (
-                "a folder the manifest does not list"
-                if name.endswith("/")
-                else "present in the bundle but not listed in the manifest"
-            )
-            raise UnlistedFileError(f"{prefix}{name}: {what}")
-        missing = names - present.keys()
-        if missing:
-            raise MissingFileError(
-                f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing"
-            )
-        special = [
-            n
-            for n, entry in present.items()
-            if not n.endswith("/") and not entry.is_file(follow_symlinks=False)
-        ]
-        if special:
-            raise FormatError(
-                f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused"
-            )
-        if sizes:
-            files = manifest.signed.files
-            for name, entry in present.items():
-                if name != MANIFEST and not name.endswith("/"):
-                    size, listed = (
-                        entry.stat(follow_symlinks=False).st_size,
-                        files[prefix + name].bytes,
-                    )
-                    if size != listed:
-                        raise mismatch_size(prefix + name, size, listed)
+    return expected
+
+
+def _present(tree: Tree, folder: str) -> dict[str, os.DirEntry[str]]:
+    """What `folder` holds, by name (a folder's with a trailing `/`); a folder that is
+    missing, a link or no folder is refused."""
+    try:
+        with os.scandir(tree.folder(folder)) as it:
+            return {
+                entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name: entry
+                for entry in it
+            }
+    except FileNotFoundError:
+        raise MissingFileError(f"{folder}/: a folder of listed files, missing") from None
+    except OSError as exc:  # not a folder, or a link to one: refused
+        raise FormatError(
+            f"{folder}/: cannot be opened as a folder ({exc.strerror}); symlinks are refused"
+        ) from None
+
+
+def _check_names(prefix: str, names: set[str], present: dict[str, os.DirEntry[str]]) -> None:
+    """Exactly the listed `names` are `present`, each file a regular file."""
+    unlisted = present.keys() - names
+    if unlisted:
+        name = min(unlisted)
+        what = (
+            "a folder the manifest does not list"
+            if name.endswith("/")
+            else "present in the bundle but not listed in the manifest"
+        )
+        raise UnlistedFileError(f"{prefix}{name}: {what}")
+    missing = names - present.keys()
+    if missing:
+        raise MissingFileError(
+            f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing"
+        )
+    special = [
+        n
+        for n, entry in present.items()
+        if not n.endswith("/") and not entry.is_file(follow_symlinks=False)
+    ]
+    if special:
+        raise FormatError(
+            f"{prefix}{min(special)}: not a regular file (a symlink or special file); symlinks are refused"
+        )
+
+
+def _check_sizes(
+    prefix: str, present: dict[str, os.DirEntry[str]], files: Mapping[str, FileEntry]
+) -> None:
+    """Each file's size on disk is the one the manifest lists."""
+    for name, entry in present.items():
+        if name != MANIFEST and not name.endswith("/"):
+            size, listed = entry.stat(follow_symlinks=False).st_size, files[prefix + name].bytes
+            if size != listed:
+                raise mismatch_size(prefix + name, size, listed)

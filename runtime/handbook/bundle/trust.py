@@ -5,7 +5,8 @@ It holds the trusted keys (given, plus $HANDBOOK_TRUSTED_KEYS), how many distinc
 signatures are required, whether an unsigned bundle is acceptable, which library the
 signature must name, and the settings of remote opening: where the version high-water
 mark lives, whether an older version may be accepted on purpose, and whether plain http
-and redirects to other hosts are allowed (`handbook.bundle.web`).
+and redirects to other hosts are allowed (`handbook.bundle.web`). An API may take a
+policy or the keywords it is made from (`TrustOptions`), never both (`chosen`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,25 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from ..errors import LibraryMismatchError
 from .manifest import Manifest
 from .signing import PublicKey, trusted_keys, verify
+
+
+class TrustOptions(TypedDict, total=False):
+    """The keywords of `TrustPolicy.of`, for an API that takes them instead of a policy
+    (`Library.open`)."""
+
+    threshold: int
+    allow_unsigned: bool
+    expect_library: str | None
+    allow_rollback: bool
+    state_dir: str | os.PathLike[str] | None
+    allow_http: bool
+    redirect_hosts: Iterable[str]
+    expect_audience: str | None
 
 
 @dataclass(frozen=True)
@@ -32,7 +48,7 @@ class TrustPolicy:
     allow_rollback: bool = False
     """Accept a remote version below the highest already accepted."""
     state_dir: Path | None = None
-    """Where the version high-water mark lives (`handbook.bundle.remote.default_state_dir`)."""
+    """Where the version high-water mark lives (`handbook.bundle.highwater.default_state_dir`)."""
     allow_http: bool = False
     """Fetch a remote bundle over plain http from a host that is not loopback."""
     redirect_hosts: frozenset[str] = frozenset()
@@ -68,6 +84,25 @@ class TrustPolicy:
             frozenset(redirect_hosts),
             expect_audience,
         )
+
+    @classmethod
+    def chosen(
+        cls,
+        trust: TrustPolicy | None,
+        keys: Iterable[str | PublicKey] | None,
+        options: TrustOptions,
+    ) -> TrustPolicy:
+        """`trust`, or the policy `of(keys, **options)`, for an API that takes either: a
+        caller giving both is refused (`TypeError`) rather than having one silently win."""
+        if trust is None:
+            return cls.of(keys or (), **options)
+        given = ["trusted_keys"] * (keys is not None) + sorted(options)
+        if given:
+            raise TypeError(
+                f"trust= is a whole TrustPolicy; give it or {', '.join(given)}, not both "
+                "(put them in the policy: TrustPolicy.of(keys, ...))"
+            )
+        return trust
 
     def check(self, manifest: Manifest, where: str | os.PathLike[str] = "") -> tuple[str, ...]:
         """The key ids whose signatures verify (empty for an accepted unsigned bundle);

@@ -29,6 +29,8 @@ from collections.abc import Collection
 from http.client import HTTPMessage
 from typing import IO, Any, cast
 
+from .locations import scheme_problem
+
 
 def is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -42,15 +44,16 @@ def is_loopback(host: str) -> bool:
 def url_problem(url: str, allow_http: bool = False) -> str | None:
     """Why the runtime will not fetch `url`, or None."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
-        return None
-    if parts.scheme == "http" and parts.hostname:
-        if allow_http or is_loopback(parts.hostname):
-            return None
+    problem = scheme_problem(parts.scheme)
+    if problem is not None:
+        return problem
+    if not parts.hostname:
+        return "not an http(s) URL: it names no host"
+    if parts.scheme == "http" and not (allow_http or is_loopback(parts.hostname)):
         return (
             "plain http to a host that is not loopback; use https (or allow plain http on purpose)"
         )
-    return "not an http(s) URL"
+    return None
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):

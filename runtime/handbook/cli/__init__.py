@@ -21,8 +21,9 @@ from ..errors import BundleError, KeyFormatError
 from ..inbox.intake import Inbox
 from ..inbox.writable import Writable
 from ..tools.table import READ_TOOLS
+from .inbox_options import inbox_options
 from .queries import DEFAULT_BUNDLE, Sources, bundle_options, key_options, tool_command
-from .serving import inbox_options, one_audience, serve, token
+from .serving import one_audience, serve, token
 
 BUILD_COMMANDS = {
     "adopt": "handbook_build.commands.building:adopt",

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import cast
 
 import click
 
 from ..access.principals import PUBLIC, TOKENS_FILE_ENV, Principals, add_token
-from ..bundle.signing import PublicKey
-from ..errors import HandbookError, KeyFormatError
+from ..errors import HandbookError
 from ..inbox.intake import Inbox
-from ..inbox.store import Caps, StoreUnavailable
-from ..inbox.stores import open_store
 from ..inbox.writable import Writable
 from ..libraries.audiences import AudienceRouter
 from ..libraries.library import Library
@@ -23,76 +19,10 @@ from ..serve.connections import Limits
 from ..serve.gate import DEFAULT_BURST, DEFAULT_RATE
 from ..serve.request_log import KEY_ENV, RequestLog
 from ..tools.served import Served
+from .inbox_options import inbox_options
 from .queries import Sources, bundle_options
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-def inbox_options(command: F) -> F:
-    """--inbox, --agent and the caps, handed to `command` as one `inbox: Inbox | None`."""
-
-    @click.option(
-        "--inbox",
-        "store",
-        envvar="HANDBOOK_INBOX",
-        metavar="STORE",
-        help="Serve the write tools (propose, contradict, corroborate) into this inbox: a "
-        "SQLite file, or a postgresql:// URL shared by several servers (or $HANDBOOK_INBOX).",
-    )
-    @click.option(
-        "--agent",
-        "agents",
-        multiple=True,
-        metavar="NAME=ed25519:KEY",
-        help="An agent's public key: its signed records are attributed to NAME (repeatable).",
-    )
-    @click.option(
-        "--inbox-rate",
-        type=click.IntRange(1),
-        default=Caps().per_principal_per_hour,
-        show_default=True,
-        help="Records each principal (or agent key) may write per hour.",
-    )
-    @click.option(
-        "--inbox-open",
-        type=click.IntRange(1),
-        default=Caps().open_per_doc,
-        show_default=True,
-        help="Open records a doc may have before more are refused.",
-    )
-    @functools.wraps(command)
-    def with_inbox(
-        *args: Any,
-        store: str | None,
-        agents: tuple[str, ...],
-        inbox_rate: int,
-        inbox_open: int,
-        **kwargs: Any,
-    ) -> Any:
-        inbox = None
-        if store is not None:
-            keys = {}
-            for item in agents:
-                name, sep, text = item.partition("=")
-                try:
-                    keys[name.strip()] = PublicKey.parse(text.strip())
-                except KeyFormatError as exc:
-                    raise click.BadParameter(f"{item!r}: {exc}", param_hint="--agent") from None
-                if not sep or not name.strip():
-                    raise click.BadParameter(
-                        f"{item!r} is not NAME=ed25519:KEY", param_hint="--agent"
-                    )
-            try:
-                inbox = Inbox(open_store(store), Caps(inbox_rate, inbox_open), keys)
-            except StoreUnavailable as exc:
-                raise click.ClickException(str(exc)) from None
-        elif agents:
-            raise click.UsageError("--agent needs --inbox")
-        return command(*args, inbox=inbox, **kwargs)
-
-    return with_inbox  # type: ignore[return-value]
 
 
 @click.command()
@@ -234,28 +164,10 @@ def serve(
     from ..serve.server import serve as run
 
     principals = _principals(token, tokens_file)
-    watched = sources.libraries()
-    for library in watched.values():  # each shows the report only if it names that library
-        library.publish_report = publish_report
-    served = by_audience(watched, principals, sources)
-    if inbox is not None:
-        if principals is None and not inbox.agents:
-            raise click.UsageError(
-                "--inbox needs --token or --tokens (writes are attributed to the principal "
-                "of the request) or --agent keys (signed writes)"
-            )
-        served = Writable(served, inbox)
-    site = Path(site_dir) if Path(site_dir).is_dir() else None
-    if site is None:
-        click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
-    if protect_site and principals is None:
-        raise click.UsageError("--protect-site needs --token or --tokens")
-    if host not in LOOPBACK and principals is None:
-        click.echo(
-            f"warning: listening on {host} without tokens: anyone who can reach it can "
-            "read the library",
-            err=True,
-        )
+    watched = _reporting(sources.libraries(), publish_report)
+    served = _writable(by_audience(watched, principals, sources), inbox, principals)
+    site = _site(site_dir)
+    _check_exposure(host, protect_site, principals)
     log = _request_log(log_target, log_queries)
     try:
         run(
@@ -277,6 +189,46 @@ def serve(
     finally:
         if log is not None:
             log.close()
+
+
+def _reporting(libraries: dict[str, Library], report: str | None) -> dict[str, Library]:
+    """The libraries, each reading the publish report (shown only where it names it)."""
+    for library in libraries.values():
+        library.publish_report = report
+    return libraries
+
+
+def _site(site_dir: str) -> Path | None:
+    """The built site, or None (noted) when there is none to serve."""
+    if Path(site_dir).is_dir():
+        return Path(site_dir)
+    click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
+    return None
+
+
+def _writable(served: Served, inbox: Inbox | None, principals: Principals | None) -> Served:
+    """`served` with the write tools into `inbox`, whose records must be attributable:
+    to the principal of a request (tokens) or to a signing agent."""
+    if inbox is None:
+        return served
+    if principals is None and not inbox.agents:
+        raise click.UsageError(
+            "--inbox needs --token or --tokens (writes are attributed to the principal "
+            "of the request) or --agent keys (signed writes)"
+        )
+    return Writable(served, inbox)
+
+
+def _check_exposure(host: str, protect_site: bool, principals: Principals | None) -> None:
+    """Refuse a protected site without tokens; warn of a tokenless server beyond loopback."""
+    if protect_site and principals is None:
+        raise click.UsageError("--protect-site needs --token or --tokens")
+    if host not in LOOPBACK and principals is None:
+        click.echo(
+            f"warning: listening on {host} without tokens: anyone who can reach it can "
+            "read the library",
+            err=True,
+        )
 
 
 def _request_log(target: str, queries: bool) -> RequestLog | None:

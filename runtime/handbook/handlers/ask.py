@@ -27,7 +27,7 @@ from ..access.actor import CURRENT_ACTOR, id_problem
 from ..answers import AskAnswer, SearchHit, Source
 from ..bounds import json_len, refusal
 from ..search.query import Clause, QueryError
-from ..search.query_terms import idf, parse_query
+from ..search.query_terms import Fitted, idf, parse_query
 from ..search.retriever import Retriever
 from ..search.stemmer import stem
 from .citing import AllowedSources
@@ -108,6 +108,24 @@ def ask(
         rankers = [snap.retriever_named(retriever) for snap in libraries]
     except QueryError as exc:
         return {**refused, "answer": "", "error": exc.to_dict()}
+    out = _quoted(libraries, names, question, fitted, rankers, limit, max_chars, sources)
+    return {**base, **out}
+
+
+def _quoted(
+    libraries: Sequence[Snapshot],
+    names: str,
+    question: str,
+    fitted: Fitted,
+    rankers: Sequence[Retriever],
+    limit: int,
+    max_chars: int | None,
+    sources: AllowedSources | None,
+) -> AskAnswer:
+    """The answer from the passages `rankers` find best for the question's key terms
+    (`fitted`): grounded or insufficient, with as many sources (up to `limit`) as the
+    response bound takes."""
+    lexical = [snap.retriever for snap in libraries]
     terms = list(dict.fromkeys(c.term for c in fitted.clauses))
     passages = sum(r.passage_count() for r in lexical)
     weights = {t: idf(sum(r.document_frequency(t) for r in lexical), passages) for t in terms}
@@ -123,7 +141,7 @@ def ask(
     if caution:
         out["caution"] = caution
         out["answer"] = f"Caution: {caution}\n\n{out['answer']}"
-    return {**base, **out}
+    return out
 
 
 def _caution(out: AskAnswer) -> str:

@@ -249,18 +249,7 @@ def _fill(
     for position, (snap, doc) in enumerate(selected):
         qualified = ref(snap, doc)
         if position >= limit:
-            if position < limit + MAX_LISTED_BEYOND_LIMIT:
-                detail = f"beyond limit={limit}"
-                omissions.append({"id": qualified, "reason": "output_limit", "detail": detail})
-            elif position == limit + MAX_LISTED_BEYOND_LIMIT:
-                count = beyond - MAX_LISTED_BEYOND_LIMIT
-                detail = (
-                    f"{count:,} more docs beyond limit={limit}, not listed one by one; "
-                    "narrow the query or filters"
-                )
-                omissions.append(
-                    {"id": None, "reason": "output_limit", "count": count, "detail": detail}
-                )
+            _omit_beyond(omissions, qualified, position, limit, beyond)
             continue
         content = snap.read(doc)
         item: CollectItem = {
@@ -295,6 +284,23 @@ def _fill(
         used += item["bytes"]
         items.append(item)
     return items, used
+
+
+def _omit_beyond(
+    omissions: list[Omission], qualified: str, position: int, limit: int, beyond: int
+) -> None:
+    """Say why the doc at `position` (past `limit`; `beyond` docs are) is left out: one by
+    one for the first MAX_LISTED_BEYOND_LIMIT, then once, counting the rest."""
+    if position < limit + MAX_LISTED_BEYOND_LIMIT:
+        detail = f"beyond limit={limit}"
+        omissions.append({"id": qualified, "reason": "output_limit", "detail": detail})
+    elif position == limit + MAX_LISTED_BEYOND_LIMIT:
+        count = beyond - MAX_LISTED_BEYOND_LIMIT
+        detail = (
+            f"{count:,} more docs beyond limit={limit}, not listed one by one; "
+            "narrow the query or filters"
+        )
+        omissions.append({"id": None, "reason": "output_limit", "count": count, "detail": detail})
 
 
 def _within(out: CollectAnswer, max_chars: int) -> CollectAnswer:

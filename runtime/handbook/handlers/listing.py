@@ -4,11 +4,13 @@ Filters match frontmatter fields (case-insensitive; list fields by membership; "
 for no filter). A query ranks docs by their best passage's score, and an exact id,
 alias, keyword or model number (ignoring case, spaces and punctuation) ranks first, so
 `ac 200` finds the AC-200 doc whatever its text says. Pages are cut from one ranked
-selection with `offset`, and every answer fits the operator's bound.
+selection with `offset`, and every answer fits the operator's bound. Over several
+libraries (a `Shelf`) the same code lists them all as one, each entry qualified.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -34,13 +36,18 @@ T = TypeVar("T")
 
 
 def list_docs(
-    snap: Snapshot,
+    snaps: Sequence[Snapshot],
     max_chars: int,
     query: str | None,
     limit: Any,
     offset: Any,
     filters: Mapping[str, Any],
+    qualified: bool = False,
 ) -> ListAnswer:
+    """One page of the docs of `snaps` passing every filter, ranked by `query` when it
+    has words. `qualified` is a shelf's answer (`handbook.libraries.shelf`): every entry
+    carries its ref and library, ties between libraries go by ref, and ids that several
+    libraries hold are listed under `collisions`."""
     checked = check_limit(limit, DEFAULT_LIST_LIMIT)
     if isinstance(checked, dict):
         return {"count": 0, "docs": [], "error": checked}
@@ -48,30 +55,48 @@ def list_docs(
     if start is None:
         return {"count": 0, "docs": [], "error": refusal("invalid_offset", OFFSET_MESSAGE)}
     active = active_filters(filters)
-    for name, value in active.items():
-        problem = snap.filter_problem(name, value)
-        if problem:
-            return {"count": 0, "docs": [], "returned": 0, "hint": problem}
+    usable, problem = applicable(snaps, active)
+    if problem:
+        return {"count": 0, "docs": [], "returned": 0, "hint": problem}
     try:
-        selected = select(snap, query, active)
+        found = [(snap, n, score) for snap in usable for n, score in scored(snap, query, active)]
     except QueryError as exc:
         return {"count": 0, "docs": [], "error": exc.to_dict()}
-    fields = snap.bundle.catalog.library.list_fields
-    entries = [
-        summary(snap.docs[n], fields, snap.pedigree(snap.docs[n]))
-        for n in selected[start : start + checked]
-    ]
-    hint = list_hint(len(selected), checked, bool(active), start)
-    return page(entries, len(selected), checked, start, hint, max_chars)
+    # Best first. The sort is stable: equal scores keep one library's own order, and on a
+    # shelf they go by ref.
+    found.sort(key=lambda f: (-f[2], f"{f[0].name}:{f[0].docs[f[1]].id}" if qualified else ""))
+    entries = [_entry(snap, n, qualified) for snap, n, _ in found[start : start + checked]]
+    hint = list_hint(len(found), checked, bool(active), start)
+    out = page(entries, len(found), checked, start, hint, max_chars)
+    if qualified:
+        owners = Counter(snap.docs[n].id for snap, n, _ in found)
+        out["collisions"] = sorted(i for i, count in owners.items() if count > 1)
+    return out
 
 
 OFFSET_MESSAGE = "offset must be a whole number, 0 or more (a next_offset from an earlier answer)"
 
 
-def select(snap: Snapshot, query: str | None, active: Mapping[str, Any]) -> list[int]:
-    """Catalog positions of the docs passing `active`, ranked by `query` when it has
-    words (by id otherwise, as the catalog is sorted)."""
-    return [n for n, _ in scored(snap, query, active)]
+def applicable(
+    snaps: Sequence[Snapshot], active: Mapping[str, Any]
+) -> tuple[list[Snapshot], str | None]:
+    """The libraries where every filter can match, or, when none is, why the first is not
+    (an unknown field or value): that is the hint of an empty answer."""
+    problems = [
+        next(filter(None, (s.filter_problem(k, v) for k, v in active.items())), None) for s in snaps
+    ]
+    usable = [snap for snap, problem in zip(snaps, problems, strict=True) if problem is None]
+    if snaps and not usable:
+        return [], problems[0]
+    return usable, None
+
+
+def _entry(snap: Snapshot, n: int, qualified: bool) -> DocSummary:
+    doc = snap.docs[n]
+    entry = summary(doc, snap.bundle.catalog.library.list_fields, snap.pedigree(doc))
+    if qualified:
+        return {**entry, "ref": f"{snap.name}:{doc.id}", "library": snap.name}
+    return entry
 
 
 def scored(snap: Snapshot, query: str | None, active: Mapping[str, Any]) -> list[tuple[int, float]]:

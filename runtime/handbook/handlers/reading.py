@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ..answers import GetAnswer, ResourceAnswer, SectionInfo
 from ..bounds import check_offset, clip, fit_text, json_len, refusal
-from ..bundle.catalog import DocEntry, SectionEntry
+from ..bundle.catalog import DocEntry, Resource, SectionEntry
 from .listing import OFFSET_MESSAGE
 from .snapshot import MAX_AVAILABLE_IDS, Snapshot, close_matches, find_section
 
@@ -39,41 +39,15 @@ def get_doc(
     doc = snap.doc(doc_id)
     if doc is None:
         return snap.unknown_id(doc_id)
-    out: GetAnswer = {}
-    if lang is not None:
-        in_lang = snap.in_lang(doc.id, str(lang))
-        if in_lang is not None:
-            doc = in_lang
-        else:
-            asked = str(lang)[:20]
-            served = snap.lang_of(doc) or "default"
-            out["requested_lang"], out["fallback"] = asked, True
-            out["hint"] = f"no {asked} version of {doc.id}; served the {served} one"
+    doc, fallback = _in_lang(snap, doc, lang)
     if revision is not None and revision != doc.revision:
         return unavailable_revision(doc, revision)
     start = check_offset(offset)
     if start is None:
         return {"found": False, "id": doc.id, "error": refusal("invalid_offset", OFFSET_MESSAGE)}
     content = snap.read(doc)
-    sections = section_list(doc.sections)
-    answer: GetAnswer = {
-        "found": True,
-        "id": doc.id,
-        "title": doc.title,
-        "metadata": metadata(doc),
-        "revision": doc.revision,
-        "url": doc.url,
-        "sections": sections,
-    }
-    if language := snap.lang_of(doc):
-        answer["lang"] = language
-    if (pedigree := snap.pedigree(doc)) is not None:
-        answer["pedigree"] = pedigree
-    if doc.resources:
-        answer["resources"] = [
-            {"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources
-        ]
-    answer.update(out)
+    answer = _described(snap, doc)
+    answer.update(fallback)
     begin, end = 0, len(content)
     if section is not None:
         chosen = find_section(doc.sections, str(section))
@@ -85,6 +59,43 @@ def get_doc(
     text = content[begin:end].decode("utf-8")
     whole = section is None and start == 0 and doc.sections
     return bounded_text(answer, text, start, max_chars, overview(content, doc) if whole else None)
+
+
+def _in_lang(snap: Snapshot, doc: DocEntry, lang: Any) -> tuple[DocEntry, GetAnswer]:
+    """The doc's version in `lang` (as found when `lang` is None); when it has none, the
+    doc as found, and what the answer says about that."""
+    if lang is None:
+        return doc, {}
+    in_lang = snap.in_lang(doc.id, str(lang))
+    if in_lang is not None:
+        return in_lang, {}
+    asked = str(lang)[:20]
+    served = snap.lang_of(doc) or "default"
+    hint = f"no {asked} version of {doc.id}; served the {served} one"
+    return doc, {"requested_lang": asked, "fallback": True, "hint": hint}
+
+
+def _described(snap: Snapshot, doc: DocEntry) -> GetAnswer:
+    """What an answer says of a doc before its content: metadata, revision, sections,
+    language, pedigree and attached files."""
+    answer: GetAnswer = {
+        "found": True,
+        "id": doc.id,
+        "title": doc.title,
+        "metadata": metadata(doc),
+        "revision": doc.revision,
+        "url": doc.url,
+        "sections": section_list(doc.sections),
+    }
+    if language := snap.lang_of(doc):
+        answer["lang"] = language
+    if (pedigree := snap.pedigree(doc)) is not None:
+        answer["pedigree"] = pedigree
+    if doc.resources:
+        answer["resources"] = [
+            {"path": r.path, "bytes": r.bytes, "media_type": r.media_type} for r in doc.resources
+        ]
+    return answer
 
 
 def metadata(doc: DocEntry) -> dict[str, Any]:
@@ -219,6 +230,20 @@ def get_resource(
             return unknown_section(missed, match.path, match.sections, str(section))
         out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
         data = data[chosen.start : chosen.end]
+    return _with_content(out, doc, match, data, start, section is not None, max_chars)
+
+
+def _with_content(
+    out: ResourceAnswer,
+    doc: DocEntry,
+    match: Resource,
+    data: bytes,
+    start: int | None,
+    part: bool,
+    max_chars: int,
+) -> ResourceAnswer:
+    """`out` with the attached file's `data`: text (cut to the bound from `start`, when a
+    `part` or an offset was asked for) or base64, whole or refused as too large."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -227,27 +252,27 @@ def get_resource(
             return {"found": False, "id": doc.id, "error": refusal("invalid_offset", message)}
         out["content_base64"] = base64.b64encode(data).decode("ascii")
     else:
-        if section is not None or start is not None:
+        if part or start is not None:
             return bounded_text(out, text, start or 0, max_chars, None)
         out["content"] = text
-    if json_len(out) > max_chars:
-        message = (
-            f"{match.path} is {match.bytes:,} bytes, more than one answer may hold "
-            f"({max_chars:,} characters)"
-        )
-        hint = (
-            "Read its text a part at a time: offset=0, then each next_offset"
-            + (", or one section by title or anchor." if match.sections else ".")
-            if "content" in out
-            else "Read it through the Python API with a larger max_response_chars, "
-            f"or from the bundle file {match.file}"
-        )
-        return {
-            "found": False,
-            "id": doc.id,
-            "path": match.path,
-            "bytes": match.bytes,
-            "error": refusal("too_large", message),
-            "hint": hint,
-        }
-    return out
+    if json_len(out) <= max_chars:
+        return out
+    message = (
+        f"{match.path} is {match.bytes:,} bytes, more than one answer may hold "
+        f"({max_chars:,} characters)"
+    )
+    hint = (
+        "Read its text a part at a time: offset=0, then each next_offset"
+        + (", or one section by title or anchor." if match.sections else ".")
+        if "content" in out
+        else "Read it through the Python API with a larger max_response_chars, "
+        f"or from the bundle file {match.file}"
+    )
+    return {
+        "found": False,
+        "id": doc.id,
+        "path": match.path,
+        "bytes": match.bytes,
+        "error": refusal("too_large", message),
+        "hint": hint,
+    }

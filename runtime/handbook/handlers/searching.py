@@ -3,12 +3,14 @@
 Queries use lunr's syntax (`handbook.search.query`); the ranking is the retriever's
 (`handbook.search.retriever`). A hit names its doc and section, so the agent can read exactly
 that part with `get(id, section)`; a hit in a markdown file attached to the doc also
-names the file, read with `resource(id, path, section)`.
+names the file, read with `resource(id, path, section)`. Over several libraries (a
+`Shelf`) the same code searches them all as one, each hit qualified.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,8 +21,8 @@ from ..search.query import QueryError
 from ..search.query_terms import parse_query
 from ..search.stemmer import stem
 from .hit_pages import page_of_hits
-from .listing import OFFSET_MESSAGE
-from .snapshot import WORD, Snapshot
+from .listing import OFFSET_MESSAGE, applicable
+from .snapshot import WORD, Snapshot, active_filters
 
 DEFAULT_SEARCH_LIMIT = 10
 EXCERPT_CHARS = 240
@@ -28,43 +30,62 @@ NO_MATCH_HINT = "No section matches. Try other words, fewer words, or list() to 
 
 
 def search_passages(
-    snap: Snapshot,
+    snaps: Sequence[Snapshot],
     max_chars: int,
     query: Any,
     limit: Any,
     lang: Any = None,
     offset: Any = 0,
     retriever: Any = None,
+    qualified: bool = False,
 ) -> SearchAnswer:
+    """One page of the best passages of `snaps` for `query`; with `lang`, only in docs of
+    that language. `qualified` is a shelf's answer (`handbook.libraries.shelf`): every hit
+    carries its ref and library, and ties between libraries go by ref."""
     checked = check_limit(limit, DEFAULT_SEARCH_LIMIT)
     if isinstance(checked, dict):
         return {"count": 0, "hits": [], "error": checked}
     start = check_offset(offset)
     if start is None:
         return {"count": 0, "hits": [], "error": refusal("invalid_offset", OFFSET_MESSAGE)}
-    docs = None
-    if lang is not None and str(lang).lower() != "any":
-        problem = snap.filter_problem("lang", lang)
-        if problem:
-            return {"count": 0, "hits": [], "returned": 0, "hint": problem}
-        docs = set(snap.languages[str(lang)])
+    active = active_filters({"lang": lang})
+    usable, problem = applicable(snaps, active)
+    if problem:
+        return {"count": 0, "hits": [], "returned": 0, "hint": problem}
+    found: list[tuple[Snapshot, Hit]] = []  # every library's best, merged below
+    total = 0
     try:
-        ranker = snap.retriever_named(retriever)
-        fitted = parse_query(query, [snap.retriever])
-        total, found = ranker.rank(fitted.clauses, start + checked, docs=docs, text=query)
+        rankers = [snap.retriever_named(retriever) for snap in usable]
+        fitted = parse_query(query, [snap.retriever for snap in usable])
+        for snap, ranker in zip(usable, rankers, strict=True):
+            docs = set(snap.languages[str(lang)]) if active else None
+            count, hits = ranker.rank(fitted.clauses, start + checked, docs=docs, text=query)
+            total += count
+            found += [(snap, hit) for hit in hits]
     except QueryError as exc:
         return {"count": 0, "hits": [], "error": exc.to_dict()}
-    hits = [render_hit(snap, hit) for hit in found[start:]]
-    return bounded_hits(hits, total, start, fitted.note, max_chars)
+    found.sort(key=lambda f: _order(f[0], f[1], qualified))
+    page = [_rendered(snap, hit, qualified) for snap, hit in found[start : start + checked]]
+    hint = "" if page or total else NO_MATCH_HINT
+    return page_of_hits(page, total, start, hint, max_chars, fitted.note)
 
 
-def bounded_hits(
-    hits: list[SearchHit], count: int, offset: int, note: str, max_chars: int
-) -> SearchAnswer:
-    """One page of hits within `max_chars` (`handbook.handlers.hit_pages`), with the note of a
-    shortened query."""
-    hint = "" if hits or count else NO_MATCH_HINT
-    return page_of_hits(hits, count, offset, hint, max_chars, note)
+def _order(snap: Snapshot, hit: Hit, qualified: bool) -> tuple[float, str, str, str]:
+    """Best first, by the score a hit shows. The sort is stable: equal scores keep one
+    library's own order (its retriever's), and on a shelf they go by ref, attached file
+    and anchor."""
+    if not qualified:
+        return (-round(hit.score, 4), "", "", "")
+    passage = snap.retriever.passage(hit.entry)
+    ref = f"{snap.name}:{passage.doc_id}"
+    return (-round(hit.score, 4), ref, passage.resource or "", passage.anchor or "")
+
+
+def _rendered(snap: Snapshot, hit: Hit, qualified: bool) -> SearchHit:
+    rendered = render_hit(snap, hit)
+    if qualified:
+        return {**rendered, "ref": f"{snap.name}:{rendered['id']}", "library": snap.name}
+    return rendered
 
 
 def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:

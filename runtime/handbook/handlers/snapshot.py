@@ -57,12 +57,16 @@ class Snapshot:
 
     def retriever_named(self, name: object) -> Retriever:
         """The retriever a call names (`retriever=`; None is the lexical default), opened
-        on first use and kept with this bundle; QueryError when it cannot run here."""
+        on first use and kept with this bundle; QueryError when it cannot run here. Opened
+        under the lock the lexical one uses: concurrent first calls open it once."""
         if name is None or name == "lexical":
             return self.retriever
         key = str(name)
         if key not in self._named:
-            self._named[key] = open_named(self.bundle, self.retriever, name)
+            lexical = self.retriever  # outside the lock, which opening it takes too
+            with self._retriever_lock:
+                if key not in self._named:
+                    self._named[key] = open_named(self.bundle, lexical, name)
         return self._named[key]
 
     @property

@@ -30,14 +30,14 @@ from psycopg_pool import ConnectionPool
 from .store import (
     COLUMNS,
     HOUR,
-    MIGRATIONS,
+    POSTGRES,
     Caps,
     Event,
     Stored,
     StoreUnavailable,
     check_caps,
-    decided,
-    migration_statements,
+    decide_in,
+    migrate_in,
     row_to_stored,
 )
 
@@ -80,14 +80,7 @@ class PostgresStore:
     def _migrate(self) -> None:
         with self._connection(transaction=True) as db:
             db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_LOCK_SCHEMA,))
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = db.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = (row[0] if row else None) or 0
-            for version, script in enumerate(MIGRATIONS, 1):
-                if version > current:
-                    for statement in migration_statements(script, "postgres"):
-                        db.execute(statement)
-                    db.execute("INSERT INTO schema_version VALUES (%s)", (version,))
+            migrate_in(db, POSTGRES)
 
     @contextmanager
     def _connection(self, transaction: bool) -> Iterator[psycopg.Connection[tuple[Any, ...]]]:
@@ -179,21 +172,7 @@ class PostgresStore:
 
     def decide(self, record_id: str, state: str, by: str, at: int, reason: str) -> Stored:
         with self._connection(transaction=True) as db:
-            row = db.execute(
-                f"SELECT {COLUMNS} FROM records WHERE id = %s FOR UPDATE", (record_id,)
-            ).fetchone()
-            stored = decided(row_to_stored(row) if row else None, record_id, state)
-            db.execute(
-                "UPDATE records SET state = %s, decided_by = %s, decided_at = %s, reason = %s "
-                "WHERE id = %s",
-                (state, by, at, reason, record_id),
-            )
-            db.execute(
-                "INSERT INTO events (record, action, by_whom, at, reason) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                (record_id, state, by, at, reason),
-            )
-            return stored._replace(state=state, decided_by=by, decided_at=at, reason=reason)
+            return decide_in(db, POSTGRES, record_id, state, by, at, reason)
 
     def events(self) -> Iterator[Event]:
         rows = self._query(

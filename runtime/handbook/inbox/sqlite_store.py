@@ -14,14 +14,14 @@ from typing import Any
 from .store import (
     COLUMNS,
     HOUR,
-    MIGRATIONS,
+    SQLITE,
     Caps,
     Event,
     Stored,
     StoreUnavailable,
     check_caps,
-    decided,
-    migration_statements,
+    decide_in,
+    migrate_in,
     row_to_stored,
 )
 
@@ -34,14 +34,7 @@ class SQLiteStore:
         self._local = threading.local()
         self._timeout = timeout
         with self._transaction() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = db.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = row[0] or 0
-            for version, script in enumerate(MIGRATIONS, 1):
-                if version > current:
-                    for statement in migration_statements(script, "sqlite"):
-                        db.execute(statement)
-                    db.execute("INSERT INTO schema_version VALUES (?)", (version,))
+            migrate_in(db, SQLITE)
 
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -148,22 +141,8 @@ class SQLiteStore:
 
     def decide(self, record_id: str, state: str, by: str, at: int, reason: str) -> Stored:
         try:
-            with self._transaction() as db:
-                row = db.execute(
-                    f"SELECT {COLUMNS} FROM records WHERE id = ?", (record_id,)
-                ).fetchone()
-                stored = decided(row_to_stored(row) if row else None, record_id, state)
-                db.execute(
-                    "UPDATE records SET state = ?, decided_by = ?, decided_at = ?, reason = ? "
-                    "WHERE id = ?",
-                    (state, by, at, reason, record_id),
-                )
-                db.execute(
-                    "INSERT INTO events (record, action, by_whom, at, reason) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (record_id, state, by, at, reason),
-                )
-                return stored._replace(state=state, decided_by=by, decided_at=at, reason=reason)
+            with self._transaction() as db:  # BEGIN IMMEDIATE: the row needs no lock of its own
+                return decide_in(db, SQLITE, record_id, state, by, at, reason)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"the inbox {self.path} is unavailable: {exc}") from None
 

@@ -140,15 +140,49 @@ MIGRATIONS: tuple[str, ...] = (
 """Schema versions, applied in order on open; each is applied once (`schema_version`).
 Written once for every store: `{auto_key}` is the one phrase their dialects spell apart."""
 
-AUTO_KEY = {
-    "sqlite": "INTEGER PRIMARY KEY AUTOINCREMENT",
-    "postgres": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-}
+
+class Dialect(NamedTuple):
+    """What each store's SQL spells its own way; the statements are written once, here,
+    with ``?`` for each parameter."""
+
+    auto_key: str
+    """The column type of the events' sequence number."""
+    mark: str
+    """The parameter placeholder of the store's driver."""
+    lock_row: str
+    """What locks a row read in a transaction until it ends ('' where a transaction
+    already holds the whole store)."""
+
+    def sql(self, statement: str) -> str:
+        """`statement` with this driver's placeholders."""
+        return statement.replace("?", self.mark)
 
 
-def migration_statements(script: str, dialect: str) -> list[str]:
-    """The statements of one of MIGRATIONS in a store's dialect (a key of AUTO_KEY)."""
-    return [s for s in script.replace("{auto_key}", AUTO_KEY[dialect]).split(";") if s.strip()]
+SQLITE = Dialect("INTEGER PRIMARY KEY AUTOINCREMENT", "?", "")
+POSTGRES = Dialect("BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", "%s", " FOR UPDATE")
+
+
+class Rows(Protocol):
+    def fetchone(self) -> Any: ...
+
+
+class Transaction(Protocol):
+    """A connection inside a transaction: sqlite3's and psycopg's alike."""
+
+    def execute(self, sql: str, args: Sequence[Any] = (), /) -> Rows: ...
+
+
+def migrate_in(db: Transaction, dialect: Dialect) -> None:
+    """Apply the MIGRATIONS not yet applied (`schema_version`), in the transaction `db`."""
+    db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+    current = (row[0] if row else None) or 0
+    for version, script in enumerate(MIGRATIONS, 1):
+        if version > current:
+            script = script.replace("{auto_key}", dialect.auto_key)
+            for statement in filter(str.strip, script.split(";")):
+                db.execute(statement)
+            db.execute(dialect.sql("INSERT INTO schema_version VALUES (?)"), (version,))
 
 
 COLUMNS = "id, kind, library, doc, principal, payload, created_at, state, decided_by, " + (
@@ -177,8 +211,32 @@ def check_caps(caps: Caps, record: Stored, last_hour: int, open_on_doc: int) -> 
         )
 
 
-def decided(stored: Stored | None, record_id: str, state: str) -> Stored:
-    """The record to decide, or the refusal (shared by every store)."""
+def decide_in(
+    db: Transaction, dialect: Dialect, record_id: str, state: str, by: str, at: int, reason: str
+) -> Stored:
+    """`Store.decide` in the transaction `db`, for every store: the record's row is read
+    (and locked), checked, changed, and the decision added to the audit trail, all or
+    nothing. Raises StoreError `bad_arguments`, `not_found` or `decided`."""
+    select = f"SELECT {COLUMNS} FROM records WHERE id = ?{dialect.lock_row}"
+    row = db.execute(dialect.sql(select), (record_id,)).fetchone()
+    stored = _decidable(row_to_stored(row) if row else None, record_id, state)
+    db.execute(
+        dialect.sql(
+            "UPDATE records SET state = ?, decided_by = ?, decided_at = ?, reason = ? WHERE id = ?"
+        ),
+        (state, by, at, reason, record_id),
+    )
+    db.execute(
+        dialect.sql(
+            "INSERT INTO events (record, action, by_whom, at, reason) VALUES (?, ?, ?, ?, ?)"
+        ),
+        (record_id, state, by, at, reason),
+    )
+    return stored._replace(state=state, decided_by=by, decided_at=at, reason=reason)
+
+
+def _decidable(stored: Stored | None, record_id: str, state: str) -> Stored:
+    """The record to decide, or the refusal."""
     if state not in ("accepted", "rejected"):
         raise StoreError("bad_arguments", f"a decision is accepted or rejected, not {state!r}")
     if stored is None:

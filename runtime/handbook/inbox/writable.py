@@ -21,9 +21,10 @@ go on without the overlay (`inbox: unavailable` in status).
 from __future__ import annotations
 
 import builtins
+import inspect
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ..answers import (
     AskAnswer,
@@ -40,28 +41,58 @@ from ..bounds import clip, never_raise, refusal
 from ..bundle.local import Bundle
 from ..bundle.manifest import utc_time
 from ..tools.model import ToolContext
+from ..tools.served import Served
 from . import records
 from .intake import Inbox
 from .store import Stored, StoreError, StoreUnavailable
 
 A = TypeVar("A", bound=Mapping[str, object])
+F = TypeVar("F", bound=Callable[..., Any])
+W = TypeVar("W")
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_SHOWN = 5
 SHOWN_BASIS = 200
+
+
+def _as_served(method: F) -> F:
+    """A read tool passed on to `served`, shown (`inspect`, `help`) with the signature of
+    the `Served` protocol, which is what it takes."""
+    method.__signature__ = inspect.signature(getattr(Served, method.__name__))  # type: ignore[attr-defined]
+    return method
+
+
+def _judgement(
+    judge: Callable[Concatenate[W, str, P], R], verb: str, kind: str, doc: str
+) -> Callable[Concatenate[W, P], R]:
+    """The write tool `verb`: `judge` filing a record of `kind`, with judge's signature
+    less the kind (what `inspect` shows and `never_raise` checks calls against)."""
+
+    def method(self: W, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return judge(self, kind, *args, **kwargs)
+
+    signature = inspect.signature(judge)
+    own, _, *rest = signature.parameters.values()
+    method.__signature__ = signature.replace(parameters=[own, *rest])  # type: ignore[attr-defined]
+    method.__name__ = verb
+    method.__qualname__ = f"{judge.__qualname__.rpartition('.')[0]}.{verb}"
+    method.__doc__ = doc
+    return never_raise(method)
 
 
 class Writable:
     """`served`, with an inbox agents can write to and whose open records reads show."""
 
-    def __init__(self, served: Any, inbox: Inbox) -> None:
+    def __init__(self, served: Served, inbox: Inbox) -> None:
         self.served, self.inbox = served, inbox
 
     # -- what is served, as the library serves it, with open records in pedigrees ----------
 
     def tool_context(self) -> ToolContext:
-        return self.served.tool_context()._replace(writable=True)  # type: ignore[no-any-return]
+        return self.served.tool_context()._replace(writable=True)
 
     def bundles(self) -> Mapping[str, Bundle]:
-        return self.served.bundles()  # type: ignore[no-any-return]
+        return self.served.bundles()
 
     def admits(self, principal: str | None) -> bool:
         """Whether the principal's audience is served (the gate refuses others with 403):
@@ -78,40 +109,41 @@ class Writable:
             answer["inbox"] = f"unavailable: {exc}"
         return answer
 
+    @_as_served
     def list(self, *args: Any, **kwargs: Any) -> ListAnswer:
-        answer: ListAnswer = self._overlaid(self.served.list(*args, **kwargs), "docs", "id")
-        return answer
+        return self._overlaid(self.served.list(*args, **kwargs), "docs", "id")
 
+    @_as_served
     def get(self, *args: Any, **kwargs: Any) -> GetAnswer:
         answer = self.served.get(*args, **kwargs)
         if answer.get("found"):
-            self._overlay([answer], "id")
-        return answer  # type: ignore[no-any-return]
+            self._overlay([cast("dict[str, Any]", answer)], "id")
+        return answer
 
+    @_as_served
     def search(self, *args: Any, **kwargs: Any) -> SearchAnswer:
-        answer: SearchAnswer = self._overlaid(self.served.search(*args, **kwargs), "hits", "id")
-        return answer
+        return self._overlaid(self.served.search(*args, **kwargs), "hits", "id")
 
+    @_as_served
     def collect(self, *args: Any, **kwargs: Any) -> CollectAnswer:
-        answer: CollectAnswer = self._overlaid(self.served.collect(*args, **kwargs), "items", "id")
-        return answer
+        return self._overlaid(self.served.collect(*args, **kwargs), "items", "id")
 
+    @_as_served
     def ask(self, *args: Any, **kwargs: Any) -> AskAnswer:
-        answer: AskAnswer = self._overlaid(
-            self.served.ask(*args, **kwargs), "sources", "document_id"
-        )
-        return answer
+        return self._overlaid(self.served.ask(*args, **kwargs), "sources", "document_id")
 
+    @_as_served
     def brief(self, *args: Any, **kwargs: Any) -> BriefAnswer:
-        answer: BriefAnswer = self._overlaid(self.served.brief(*args, **kwargs), "items", "id")
+        answer = self._overlaid(self.served.brief(*args, **kwargs), "items", "id")
         for item in answer.get("items", []):
             why = (item.get("pedigree") or {}).get("verify_first")
             if why and "verify_first" not in item:
                 item["verify_first"] = why
         return answer
 
+    @_as_served
     def resource(self, *args: Any, **kwargs: Any) -> ResourceAnswer:
-        return self.served.resource(*args, **kwargs)  # type: ignore[no-any-return]
+        return self.served.resource(*args, **kwargs)
 
     def _overlaid(self, answer: A, key: str, id_key: str) -> A:
         self._overlay(cast("builtins.list[dict[str, Any]]", answer.get(key) or []), id_key)
@@ -196,9 +228,9 @@ class Writable:
             principal, markdown=markdown,
         )  # fmt: skip
 
-    @never_raise
-    def contradict(
+    def _judge(
         self,
+        kind: str,
         doc_id: str,
         revision: str,
         basis: str,
@@ -209,30 +241,19 @@ class Writable:
         *,
         principal: str | None = None,
     ) -> WriteAnswer:
-        """Say that a doc revision (or a section of it) is wrong, and why."""
+        """`contradict` and `corroborate`: a record of `kind` about the revision read."""
         return self._write(
-            "contradiction", doc_id, basis, section, revision, evidence, key_id, signature,
-            principal,
-        )  # fmt: skip
+            kind, doc_id, basis, section, revision, evidence, key_id, signature, principal
+        )
 
-    @never_raise
-    def corroborate(
-        self,
-        doc_id: str,
-        revision: str,
-        basis: str,
-        section: str | None = None,
-        evidence: Sequence[str] | None = None,
-        key_id: str | None = None,
-        signature: str | None = None,
-        *,
-        principal: str | None = None,
-    ) -> WriteAnswer:
-        """Say that a doc revision (or a section of it) held in the field, and how."""
-        return self._write(
-            "corroboration", doc_id, basis, section, revision, evidence, key_id, signature,
-            principal,
-        )  # fmt: skip
+    contradict = _judgement(
+        _judge, "contradict", "contradiction",
+        "Say that a doc revision (or a section of it) is wrong, and why.",
+    )  # fmt: skip
+    corroborate = _judgement(
+        _judge, "corroborate", "corroboration",
+        "Say that a doc revision (or a section of it) held in the field, and how.",
+    )  # fmt: skip
 
     def _write(
         self,

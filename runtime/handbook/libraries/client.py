@@ -32,7 +32,7 @@ from ..answers import (
 from ..bundle.canonical import load_untrusted
 from ..bundle.local import Bundle
 from ..tools.model import ToolContext
-from ..tools.table import BY_NAME
+from ..tools.table import BY_NAME, BY_VERB
 
 if TYPE_CHECKING:
     import urllib.request
@@ -103,10 +103,12 @@ class RemoteLibrary:
         *,
         offset: int = 0,
         lang: str | None = None,
+        reviewed: bool | None = None,
+        suspect: bool | None = None,
+        include_retired: bool | None = None,
         **filters: Any,
     ) -> ListAnswer:
-        args = {"query": query, "limit": limit, "offset": offset or None, "lang": lang, **filters}
-        return cast(ListAnswer, self.call("knowledge_list", args))
+        return cast(ListAnswer, self._tool("list", locals()))
 
     def get(
         self,
@@ -116,14 +118,7 @@ class RemoteLibrary:
         revision: str | None = None,
         lang: str | None = None,
     ) -> GetAnswer:
-        args = {
-            "doc_id": doc_id,
-            "section": section,
-            "offset": offset or None,
-            "revision": revision,
-            "lang": lang,
-        }
-        return cast(GetAnswer, self.call("knowledge_get", args))
+        return cast(GetAnswer, self._tool("get", locals()))
 
     def search(
         self,
@@ -133,8 +128,7 @@ class RemoteLibrary:
         offset: int = 0,
         retriever: str | None = None,
     ) -> SearchAnswer:
-        args = {"query": query, "limit": limit, "lang": lang, "offset": offset or None}
-        return cast(SearchAnswer, self.call("knowledge_search", {**args, "retriever": retriever}))
+        return cast(SearchAnswer, self._tool("search", locals()))
 
     def collect(
         self,
@@ -148,18 +142,7 @@ class RemoteLibrary:
         retriever: str | None = None,
         **filters: Any,
     ) -> CollectAnswer:
-        pairs = [{"id": k, "revision": v} for k, v in revisions.items()] if revisions else None
-        args = {
-            "query": query,
-            "ids": list(ids) if ids is not None else None,
-            "revisions": pairs,
-            "limit": limit,
-            "max_bytes": max_bytes,
-            "lang": lang,
-            "retriever": retriever,
-            **filters,
-        }
-        answer = cast(CollectAnswer, self.call("knowledge_collect", args))
+        answer = cast(CollectAnswer, self._tool("collect", locals()))
         if "items" not in answer:
             answer.setdefault("items", [])
             answer.setdefault("omissions", [])
@@ -173,13 +156,7 @@ class RemoteLibrary:
         correlation_id: str | None = None,
         retriever: str | None = None,
     ) -> AskAnswer:
-        args = {
-            "question": question,
-            "limit": limit,
-            "correlation_id": correlation_id,
-            "retriever": retriever,
-        }
-        answer = cast(AskAnswer, self.call("knowledge_ask", args))
+        answer = cast(AskAnswer, self._tool("ask", locals()))
         if "evidence_state" not in answer:  # the server could not be asked: say so, invent nothing
             error = answer.get("error") or {"code": "unavailable", "message": "no answer"}
             return {
@@ -202,14 +179,7 @@ class RemoteLibrary:
         limit: int = 8,
         retriever: str | None = None,
     ) -> BriefAnswer:
-        args = {
-            "task": task,
-            "refs": list(refs) if refs is not None else None,
-            "topics": list(topics) if topics is not None else None,
-            "limit": limit,
-            "retriever": retriever,
-        }
-        answer = cast(BriefAnswer, self.call("knowledge_brief", args))
+        answer = cast(BriefAnswer, self._tool("brief", locals()))
         answer.setdefault("items", [])
         return answer
 
@@ -221,14 +191,15 @@ class RemoteLibrary:
         section: str | None = None,
         offset: int | None = None,
     ) -> ResourceAnswer:
-        args = {
-            "doc_id": doc_id,
-            "path": path,
-            "revision": revision,
-            "section": section,
-            "offset": offset,
-        }
-        return cast(ResourceAnswer, self.call("knowledge_resource", args))
+        return cast(ResourceAnswer, self._tool("resource", locals()))
+
+    def _tool(self, verb: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Tool `verb` on the server, with the arguments of the method that asks (its
+        `locals()`): the tool's parameters, named as the table names them (a test holds
+        every method's signature to the table), and a filtering tool's `filters`."""
+        tool = BY_VERB[verb]
+        arguments = {p.name: _as_json(given[p.name]) for p in tool.params}
+        return self.call(tool.name, {**arguments, **(given["filters"] if tool.filters else {})})
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Tool `name` on the server: its dict (whatever the HTTP status), or an
@@ -277,6 +248,16 @@ class RemoteLibrary:
         from ..bundle.web import opener
 
         return opener(self._allow_http, deadline=time.monotonic() + self.timeout)
+
+
+def _as_json(value: Any) -> Any:
+    """An argument as the API takes it: a sequence as a list, and a mapping (`revisions`,
+    the one mapping parameter) as the schema's list of {id, revision} pairs."""
+    if isinstance(value, Mapping):
+        return [{"id": k, "revision": v} for k, v in value.items()]
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return value
 
 
 def _unavailable(message: str) -> dict[str, Any]:

@@ -4,8 +4,10 @@ Every tool returns a JSON-ready dict (`handbook.answers`) and never raises: an a
 acts on ``found: false`` and ``error`` entries, not on tracebacks. Every answer is
 bounded by the operator's `max_response_chars` and says how large it is, whether
 anything was cut and how to get the rest. The work is done by one module per tool
-(`listing`, `reading`, `searching`, `collect`, `ask`) over a `Snapshot`; this class
-opens, verifies and reloads, and hands each call the snapshot it started from.
+(`listing`, `reading`, `searching`, `collect`, `ask`) over a `Snapshot`; the tools that
+work alike over several libraries are written once in `SnapshotTools`
+(`handbook.libraries.snapshot_tools`). This class opens, verifies and reloads, and hands
+each call the snapshot it started from.
 
 The bundle is verified when opened (signature, every listed file present as a plain
 file, nothing unlisted); each file's size and hash are checked before its first use. A
@@ -16,121 +18,26 @@ checked at open, each other file downloaded and checked when a call first needs 
 
 from __future__ import annotations
 
-import builtins
 import os
 import threading
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Unpack
 
-from ..answers import (
-    AskAnswer,
-    BriefAnswer,
-    CollectAnswer,
-    GetAnswer,
-    ListAnswer,
-    ResourceAnswer,
-    SearchAnswer,
-    StatisticsRow,
-    StatusAnswer,
-)
+from ..answers import StatisticsRow, StatusAnswer
 from ..bounds import DEFAULT_MAX_RESPONSE_CHARS, never_raise
 from ..bundle.catalog import DocEntry
-from ..bundle.local import Bundle, open_bundle
+from ..bundle.local import Bundle
 from ..bundle.manifest import utc_time
+from ..bundle.opening import BundleAt
 from ..bundle.signing import PublicKey
-from ..bundle.trust import TrustPolicy
+from ..bundle.trust import TrustOptions, TrustPolicy
 from ..errors import BundleError
-from ..handlers import ask as asking
-from ..handlers import briefing
-from ..handlers.briefing import DEFAULT_BRIEF_LIMIT
 from ..handlers.citing import AllowedSources
-from ..handlers.collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect
-from ..handlers.listing import DEFAULT_LIST_LIMIT, list_docs
-from ..handlers.reading import get_doc, get_resource
-from ..handlers.searching import DEFAULT_SEARCH_LIMIT, search_passages
 from ..handlers.snapshot import Snapshot
 from ..handlers.statistics import publish_status, statistics_rows, unlocated, weakest
 from ..tools.model import ToolContext
-
-
-class SnapshotTools(ABC):
-    """`collect` and `ask`, which work the same over one library's snapshot and over
-    several (`snapshots()`), for `Library` and `Shelf`."""
-
-    max_response_chars: int
-    sources: AllowedSources | None = None
-    """What `ask` and `collect` may cite (`handbook.handlers.citing`); anything when None."""
-
-    @abstractmethod
-    def snapshots(self) -> builtins.list[Snapshot]:
-        """The snapshot of each library served, read once per call."""
-
-    @never_raise
-    def collect(
-        self,
-        query: str | None = None,
-        ids: Sequence[str] | None = None,
-        revisions: Mapping[str, str] | None = None,
-        limit: int = DEFAULT_COLLECT_LIMIT,
-        max_bytes: int = DEFAULT_COLLECT_BYTES,
-        *,
-        lang: str | None = None,
-        retriever: str | None = None,
-        **filters: Any,
-    ) -> CollectAnswer:
-        """Several docs in one call within a byte budget, every omission explained
-        (see `handbook.handlers.collect`)."""
-        filters = {**filters, "lang": lang} if lang is not None else filters
-        return collect(
-            self.snapshots(),
-            query=query,
-            ids=ids,
-            revisions=revisions,
-            limit=limit,
-            max_bytes=max_bytes,
-            max_chars=self.max_response_chars,
-            retriever=retriever,
-            sources=self.sources,
-            **filters,
-        )
-
-    @never_raise
-    def ask(
-        self,
-        question: str,
-        limit: int = asking.DEFAULT_ASK_SOURCES,
-        correlation_id: str | None = None,
-        retriever: str | None = None,
-    ) -> AskAnswer:
-        """A grounded answer quoting the library's passages, or `insufficient` (see
-        `handbook.handlers.ask`). Never generated text."""
-        snapshots = self.snapshots()
-        return asking.ask(
-            snapshots,
-            question,
-            limit,
-            correlation_id,
-            self.max_response_chars,
-            retriever,
-            self.sources,
-        )
-
-    @never_raise
-    def brief(
-        self,
-        task: str,
-        refs: Sequence[str] | None = None,
-        topics: Sequence[str] | None = None,
-        limit: int = DEFAULT_BRIEF_LIMIT,
-        retriever: str | None = None,
-    ) -> BriefAnswer:
-        """What to read before `task`, ranked by relevance and trust (see
-        `handbook.handlers.briefing`). Never generated text."""
-        return briefing.brief(
-            self.snapshots(), task, refs, topics, limit, self.max_response_chars, retriever
-        )
+from .snapshot_tools import SnapshotTools
 
 
 class Library(SnapshotTools):
@@ -161,73 +68,49 @@ class Library(SnapshotTools):
     def open(
         cls,
         path: str | os.PathLike[str],
-        trusted_keys: Iterable[str | PublicKey] = (),
+        trusted_keys: Iterable[str | PublicKey] | None = None,
         *,
-        allow_unsigned: bool = False,
-        threshold: int = 1,
-        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
-        expect_library: str | None = None,
-        allow_rollback: bool = False,
-        cache_dir: str | os.PathLike[str] | None = None,
-        state_dir: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        allow_http: bool = False,
         trust: TrustPolicy | None = None,
+        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+        cache_dir: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
         clock: Callable[[], float] = time.time,
-        expect_audience: str | None = None,
         sources: AllowedSources | None = None,
         lazy: bool = True,
         publish_report: str | os.PathLike[str] | None = None,
+        **trust_options: Unpack[TrustOptions],
     ) -> Library:
         """Verify and load the bundle at `path` (a folder, or an http(s) URL of a published
         bundle folder); raises a `BundleError` subclass naming the cause when it is
-        refused. Whom to trust is `trust`, or a `TrustPolicy` made from the other
-        arguments; keys also come from $HANDBOOK_TRUSTED_KEYS.
+        refused (a URL of another scheme too, never read as a folder). Whom to trust is
+        `trust`, or the `TrustPolicy` made from `trusted_keys` and `trust_options` (the
+        keywords of `TrustPolicy.of`: `threshold`, `allow_unsigned`, `expect_library`,
+        `allow_rollback`, `state_dir`, `allow_http`, `redirect_hosts`, `expect_audience`),
+        never both (`TypeError`); keys also come from $HANDBOOK_TRUSTED_KEYS.
 
         For a URL (see `handbook.bundle.remote`): `expect_library` pins the library name the
         signature must cover, `allow_rollback` accepts a version below the highest already
         accepted, `cache_dir` and `state_dir` place the download cache and the version
         high-water file, `timeout` bounds each whole download (seconds), and `allow_http`
-        permits plain http to a host that is not loopback (`handbook.bundle.web`). `clock` gives
-        the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
+        permits plain http to a host that is not loopback (`handbook.bundle.web`). `clock`
+        gives the time pedigrees are derived at (tests pass a fixed one). `expect_audience`
         pins the audience the signature must cover (a library with audiences). `sources`
-        restricts what `ask` and `collect` cite (`handbook.handlers.citing`). `publish_report`
-        names the release pipeline's report of its last publish, which `status` shows as
-        reported, never as verified (`handbook.bundle.publish_report`).
+        restricts what `ask` and `collect` cite (`handbook.handlers.citing`).
+        `publish_report` names the release pipeline's report of its last publish, which
+        `status` shows as reported, never as verified (`handbook.bundle.publish_report`).
 
         A URL opens `lazy` by default: only the manifest is downloaded now, and each other
         file when a call first needs it, verified before use and cached by digest; a
         reload downloads the manifest again. `lazy=False` downloads and verifies every
         file first (for offline use afterwards)."""
-        policy = trust or TrustPolicy.of(
-            trusted_keys,
-            threshold=threshold,
-            allow_unsigned=allow_unsigned,
-            expect_library=expect_library,
-            allow_rollback=allow_rollback,
-            state_dir=state_dir,
-            allow_http=allow_http,
-            expect_audience=expect_audience,
-        )
-
-        remote_lazy = lazy and isinstance(path, str) and "://" in path
-
-        def opener(hash_all: bool = True) -> Bundle:
-            location: str | os.PathLike[str] = path
-            if isinstance(path, str) and "://" in path:  # a URL: remote judges its scheme
-                from ..bundle import remote  # urllib is not needed, nor imported, for local bundles
-
-                wait = timeout if timeout is not None else remote.DEFAULT_TIMEOUT
-                if lazy:
-                    return remote.open_lazy(path, policy, cache_dir=cache_dir, timeout=wait)
-                location = remote.fetch(path, policy, cache_dir=cache_dir, timeout=wait)
-                hash_all = False  # fetch has just hashed every byte
-            return open_bundle(location, trust=policy, hash_all=hash_all)
-
+        policy = TrustPolicy.chosen(trust, trusted_keys, trust_options)
+        opener = BundleAt(path, policy, lazy, cache_dir, timeout)
         # A lazy remote bundle reads its search file at the first search, not now.
-        first = Snapshot.of(opener(hash_all=False), utc_time(time.time()), clock, remote_lazy)
+        first = Snapshot.of(
+            opener(hash_all=False), utc_time(time.time()), clock, opener.lazy_remote
+        )
         bound = max(1000, int(max_response_chars))
-        library = cls(first, os.fspath(path), opener, bound, remote_lazy)
+        library = cls(first, os.fspath(path), opener, bound, opener.lazy_remote)
         library.sources = sources
         library.publish_report = None if publish_report is None else os.fspath(publish_report)
         return library
@@ -258,7 +141,7 @@ class Library(SnapshotTools):
         """The catalog entry of `doc_id`, or None."""
         return self._snapshot.doc(doc_id)
 
-    def snapshots(self) -> builtins.list[Snapshot]:
+    def snapshots(self) -> list[Snapshot]:
         return [self._snapshot]
 
     def bundles(self) -> dict[str, Bundle]:
@@ -338,66 +221,10 @@ class Library(SnapshotTools):
             out["sources"] = self.sources.describe()
         return out
 
-    # -- the tools --------------------------------------------------------------------------
-
-    @never_raise
-    def list(
-        self,
-        query: str | None = None,
-        limit: int = DEFAULT_LIST_LIMIT,
-        *,
-        offset: int = 0,
-        lang: str | None = None,
-        **filters: Any,
-    ) -> ListAnswer:
-        """Docs matching every filter (a frontmatter field, case-insensitive; list fields
-        by membership; "any" for no filter), ranked by `query` when given."""
-        filters = {**filters, "lang": lang} if lang is not None else filters
-        return list_docs(self._snapshot, self.max_response_chars, query, limit, offset, filters)
-
-    @never_raise
-    def get(
-        self,
-        doc_id: str,
-        section: str | None = None,
-        offset: int = 0,
-        revision: str | None = None,
-        lang: str | None = None,
-    ) -> GetAnswer:
-        """One doc as markdown with its metadata and sections, or one section of it (see
-        `handbook.handlers.reading`). With `lang`, the doc in that language; when there is none,
-        the default language's is served and the answer says so."""
-        snap = self._snapshot
-        return get_doc(snap, self.max_response_chars, doc_id, section, offset, revision, lang)
-
-    @never_raise
-    def search(
-        self,
-        query: str,
-        limit: int = DEFAULT_SEARCH_LIMIT,
-        lang: str | None = None,
-        offset: int = 0,
-        retriever: str | None = None,
-    ) -> SearchAnswer:
-        """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
-        `lang`, only in docs of that language; `offset` continues a truncated answer."""
-        snap, bound = self._snapshot, self.max_response_chars
-        return search_passages(snap, bound, query, limit, lang, offset, retriever)
-
-    @never_raise
-    def resource(
-        self,
-        doc_id: str,
-        path: str,
-        revision: str | None = None,
-        section: str | None = None,
-        offset: int | None = None,
-    ) -> ResourceAnswer:
-        """A file attached to a folder doc, as verified bytes, or one section or page of
-        an attached markdown file's text (see `handbook.handlers.reading`)."""
-        return get_resource(
-            self._snapshot, self.max_response_chars, doc_id, path, revision, section, offset
-        )
+    def _locate(self, doc_id: str) -> tuple[Snapshot, str]:
+        """The one snapshot, and the id as given: `get_doc` answers an unknown id itself,
+        with the closest ids."""
+        return self._snapshot, doc_id
 
 
 def language_counts(snap: Snapshot, rows: list[StatisticsRow]) -> dict[str, dict[str, int]]:

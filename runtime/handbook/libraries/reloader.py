@@ -3,11 +3,15 @@
 `handbook build` publishes by swapping a symlink; the reloader notices the bundle's
 manifest change (a local folder) or polls (a remote bundle), and asks each library to
 reload. A library verifies the new bundle first and keeps the old one serving when it is
-refused; requests in flight finish on the bundle they started with.
+refused; requests in flight finish on the bundle they started with. A check that fails
+outright (the announcement of a reload, say) does not stop the watching: it is logged
+(``handbook.reloader``, at warning) and shown as the library's `last_reload_error` in
+its status, like a refused bundle.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -16,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..bundle.layout import MANIFEST
+from ..bundle.locations import is_url
+from ..terminal_text import for_terminal
 from .library import Library
+
+log = logging.getLogger("handbook.reloader")
 
 
 class Reloader:
@@ -68,13 +76,17 @@ class Reloader:
     def stop(self) -> None:
         self._stop.set()
 
+    def poll(self) -> None:
+        """One `check`, whose failure is logged and reported in the library's status
+        instead of raised: a watcher must outlive any one bad bundle or announcement."""
+        try:
+            self.check()
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            where = for_terminal(self.url if self.url is not None else os.fspath(self.path))
+            log.warning("checking %s for a new bundle failed: %s", where, for_terminal(error))
+            self.library.last_reload_error = f"the reloader failed: {error}"
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception:  # a watcher must outlive any one bad bundle
-                continue
-
-
-def is_url(path: str | os.PathLike[str]) -> bool:
-    return isinstance(path, str) and path.startswith(("http://", "https://"))
+            self.poll()

@@ -10,6 +10,8 @@ Routes (an ASGI app, Starlette; uvicorn runs it):
   handler refused. ``/api/v1/status`` says what is served; ``/api/v1/openapi.json``
   describes all of it.
 - ``/mcp``: MCP over streamable HTTP (`handbook.serve.mcp`), POST only.
+- ``/inbox``: the operators' page of open inbox records (`handbook.serve.inbox_page`),
+  for a served library with an inbox, behind tokens only.
 - ``/bundle/<file>``: the bundle's files, looked up by name in the verified manifest
   and served from memory as verified (ETag = their sha256; content files, named by
   their hash, are cacheable for good). With several libraries, each is also under
@@ -42,13 +44,14 @@ from ..bundle.canonical import NestingError, load_untrusted
 from ..bundle.gzip_transfer import GZIPPED, accepts_gzip
 from ..bundle.layout import MANIFEST, is_content
 from ..bundle.local import Bundle
-from ..bundle.manifest import utc_time
-from ..errors import BundleError, HandbookError, SkillsError
+from ..errors import BundleError, SkillsError
 from ..skills.export import WELL_KNOWN, Published
-from ..tools.dispatch import call, failure, from_text
+from ..tools.dispatch import Dispatch, call, failure, from_text
+from ..tools.model import Tool
 from ..tools.served import Served
 from ..tools.table import BY_NAME, BY_VERB, served_tools
 from .gate import Gate, host_names
+from .inbox_page import INBOX, inbox_page
 from .openapi import API, openapi
 from .request_log import RequestLog
 from .site import SiteFiles
@@ -80,60 +83,94 @@ def create_app(
     need a known bearer token; `rate` and `burst` cap each client's requests. `mcp` is
     (the ASGI app to mount at /mcp, its lifespan context factory). With `log`, every
     tool call of the API is written to it."""
-    files = SiteFiles(site)
-    dispatch = log.caller("http") if log is not None else call
-    published = Published()
+    if token and principals is None:
+        principals = Principals.single(token)
+    endpoints = _Endpoints(served, log.caller("http") if log is not None else call, site)
+    routes: list[Route] = [
+        Route(API, endpoints.index, methods=["GET"]),
+        Route(API + "/", endpoints.index, methods=["GET"]),
+        Route(API + "/{name}", endpoints.api, methods=["GET", "POST"]),
+        Route("/bundle/{name:path}", endpoints.bundle_file, methods=["GET", "HEAD"]),
+        Route(f"/{WELL_KNOWN}/{{path:path}}", endpoints.skills_file, methods=["GET", "HEAD"]),
+    ]
+    lifespan = None
+    if mcp is not None:
+        mcp_app, mcp_lifespan = mcp
+        routes.append(Route("/mcp", endpoint=mcp_app))  # a Route: a Mount would redirect /mcp
 
-    async def index(request: Request) -> Response:
+        def lifespan(app: Starlette) -> Any:
+            return mcp_lifespan()
+
+    if endpoints.inbox is not None and principals is not None:
+        routes.append(Route(INBOX, endpoints.inbox_page, methods=["GET"]))
+    routes.append(Route("/{path:path}", endpoints.site_file, methods=["GET", "HEAD"]))
+    protected = (API, "/mcp", "/bundle", f"/{WELL_KNOWN}", INBOX) + (("/",) if protect_site else ())
+    return Gate(
+        Starlette(routes=routes, lifespan=lifespan),
+        hosts=hosts if hosts is not None else host_names("127.0.0.1"),
+        principals=principals or None,
+        protected=protected,
+        rate=rate,
+        burst=burst,
+        admits=getattr(served, "admits", None),  # an AudienceRouter's, or a Writable's over one
+    )
+
+
+class _Endpoints:
+    """The app's request handlers, over what it serves. Reading the bundles or the skills
+    runs in a worker thread: the first gzip of a big file, or making an audience's skills,
+    takes a moment."""
+
+    def __init__(self, served: Served, dispatch: Dispatch, site: Path | None) -> None:
+        self.served, self.dispatch = served, dispatch
+        self.files = SiteFiles(site)
+        self.published = Published()
+        self.inbox = getattr(served, "inbox", None)
+        """A `Writable`'s inbox: its open records are shown at ``/inbox``."""
+
+    async def index(self, request: Request) -> Response:
         principal = getattr(request.state, "principal", None)
-        return _json({**api_index(served), "principal": principal})
+        return _json({**api_index(self.served), "principal": principal})
 
-    async def api(request: Request) -> Response:
+    async def api(self, request: Request) -> Response:
+        """A tool by verb or name, or the API's own `status` and `openapi.json`."""
         name = request.path_params["name"]
-        tool = BY_VERB.get(name) or BY_NAME.get(name)
-        if request.method == "POST" and name in ("status", "openapi.json"):
-            return _json(
-                failure("method_not_allowed", f"{API}/{name} answers GET only"),
-                405,
-                {"Allow": "GET"},
-            )
-        try:
-            if name == "openapi.json":
-                return JSONResponse(openapi(served))
-            if name == "status":
-                return _json(dict(served.status()))
-        except BundleError as exc:
-            return _json(failure("bundle_unavailable", str(exc)), 503)
+        if name in ("status", "openapi.json"):
+            return self._about(request, name)
         principal = getattr(request.state, "principal", None)
+        tool = BY_VERB.get(name) or BY_NAME.get(name)
         if tool is None:  # the table's own refusal of an unknown tool
-            return _json(dispatch(served, name, None, principal), 404)
-        if request.method == "POST":
-            arguments = await _body(request)
-            if isinstance(arguments, Response):
-                return arguments
-        else:
-            pairs = request.query_params.multi_items()
-            if any(len(k) > MAX_PARAM_CHARS or len(v) > MAX_PARAM_CHARS for k, v in pairs):
-                message = f"query parameters are limited to {MAX_PARAM_CHARS} characters"
-                return _json(failure("too_long", message), 400)
-            arguments, problem = from_text(tool, pairs)
-            if problem:
-                return _json(failure("bad_arguments", problem), 400)
-        answer = dispatch(served, tool.name, arguments, principal)
+            return _json(self.dispatch(self.served, name, None, principal), 404)
+        arguments = await _arguments(request, tool)
+        if isinstance(arguments, Response):
+            return arguments
+        answer = self.dispatch(self.served, tool.name, arguments, principal)
         return _json(answer, status_of(answer))
 
-    async def bundle_file(request: Request) -> Response:
-        try:  # in a thread: the first gzip of a big file takes a moment
+    def _about(self, request: Request, name: str) -> Response:
+        if request.method == "POST":
+            message = f"{API}/{name} answers GET only"
+            return _json(failure("method_not_allowed", message), 405, {"Allow": "GET"})
+        try:
+            if name == "openapi.json":
+                return JSONResponse(openapi(self.served))
+            return _json(dict(self.served.status()))
+        except BundleError as exc:
+            return _json(failure("bundle_unavailable", str(exc)), 503)
+
+    async def bundle_file(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
             return await anyio.to_thread.run_sync(
-                lambda: _bundle_file(request, served.bundles(), request.path_params["name"])
+                lambda: _bundle_file(request, self.served.bundles(), name)
             )
         except BundleError as exc:  # a file changed on disk since it was opened: never served
             return _json(failure("bundle_unavailable", str(exc)), 503)
 
-    async def skills_file(request: Request) -> Response:
-        try:  # in a thread: making an audience's skills and their index reads every doc
-            bundles, path = served.bundles(), request.path_params["path"]
-            found = await anyio.to_thread.run_sync(published.file, bundles, path)
+    async def skills_file(self, request: Request) -> Response:
+        try:
+            bundles, path = self.served.bundles(), request.path_params["path"]
+            found = await anyio.to_thread.run_sync(self.published.file, bundles, path)
         except SkillsError as exc:
             return _json(failure("skills_unavailable", str(exc)), 500)
         except BundleError as exc:
@@ -146,7 +183,8 @@ def create_app(
             request, data, media, etag, REVALIDATE, {"X-Content-Type-Options": "nosniff"}
         )
 
-    async def site_file(request: Request) -> Response:
+    async def site_file(self, request: Request) -> Response:
+        files = self.files
         path, redirect = files.find(request.url.path)
         if redirect is not None:
             return RedirectResponse(redirect, status_code=301)
@@ -160,43 +198,10 @@ def create_app(
             data, media_type=_media_type(path.name), headers={"Cache-Control": REVALIDATE}
         )
 
-    routes: list[Route] = [
-        Route(API, index, methods=["GET"]),
-        Route(API + "/", index, methods=["GET"]),
-        Route(API + "/{name}", api, methods=["GET", "POST"]),
-        Route("/bundle/{name:path}", bundle_file, methods=["GET", "HEAD"]),
-        Route(f"/{WELL_KNOWN}/{{path:path}}", skills_file, methods=["GET", "HEAD"]),
-    ]
-    lifespan = None
-    if mcp is not None:
-        mcp_app, mcp_lifespan = mcp
-        routes.append(Route("/mcp", endpoint=mcp_app))  # a Route: a Mount would redirect /mcp
-
-        def lifespan(app: Starlette) -> Any:
-            return mcp_lifespan()
-
-    inbox = getattr(served, "inbox", None)
-    if inbox is not None and (principals is not None or token):
-
-        async def inbox_page(request: Request) -> Response:
-            filed = {b.manifest.signed.identity for b in served.bundles().values()}
-            return await anyio.to_thread.run_sync(lambda: _inbox_page(inbox, filed))
-
-        routes.append(Route(INBOX, inbox_page, methods=["GET"]))
-    routes.append(Route("/{path:path}", site_file, methods=["GET", "HEAD"]))
-    app = Starlette(routes=routes, lifespan=lifespan)
-    if token and principals is None:
-        principals = Principals.single(token)
-    protected = (API, "/mcp", "/bundle", f"/{WELL_KNOWN}", INBOX) + (("/",) if protect_site else ())
-    return Gate(
-        app,
-        hosts=hosts if hosts is not None else host_names("127.0.0.1"),
-        principals=principals or None,
-        protected=protected,
-        rate=rate,
-        burst=burst,
-        admits=getattr(served, "admits", None),  # an AudienceRouter's, or a Writable's over one
-    )
+    async def inbox_page(self, request: Request) -> Response:
+        """Served only when `served` has an inbox and the app has principals."""
+        filed = {b.manifest.signed.identity for b in self.served.bundles().values()}
+        return await anyio.to_thread.run_sync(lambda: inbox_page(self.inbox, filed))
 
 
 def api_index(served: Served) -> dict[str, Any]:
@@ -222,61 +227,19 @@ def api_index(served: Served) -> dict[str, Any]:
     }
 
 
-INBOX = "/inbox"
-"""The operators' read-only page of open inbox records: served only behind tokens."""
-MAX_INBOX_PAGE = 500
-"""Open records the page shows: the newest of the asking principal's audience."""
-MAX_INBOX_SCAN = 20_000
-"""Open records read to find them (the caps keep a real inbox far below this)."""
-
-
-def _inbox_page(inbox: Any, filed: set[str]) -> Response:
-    """The open records filed under the asking principal's bundles (`filed`: each audience
-    sees its own records only; all of them when nothing local is served), newest first;
-    every value escaped (agents wrote them)."""
-    from html import escape
-
-    records: list[Any] = []
-    try:  # oldest first, in pages: the newest MAX_INBOX_PAGE of this audience's are kept
-        for offset in range(0, MAX_INBOX_SCAN, MAX_INBOX_PAGE):
-            page = inbox.store.records(state="open", limit=MAX_INBOX_PAGE, offset=offset)
-            records += [r for r in page if not filed or r.library in filed]
-            records = records[-MAX_INBOX_PAGE:]
-            if len(page) < MAX_INBOX_PAGE:
-                break
-    except HandbookError as exc:
-        return Response(f"inbox unavailable: {exc}\n", 503, media_type="text/plain")
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{escape(str(v))}</td>"
-            for v in (
-                r.id[:12], r.kind, f"{r.library}:{r.doc}", inbox.name_of(r.principal),
-                utc_time(r.created_at), r.payload.get("section") or "",
-                r.payload.get("basis", ""),
-            )
-        )
-        + "</tr>"
-        for r in reversed(records)
-    )  # fmt: skip
-    page = (
-        "<!doctype html><meta charset=utf-8><title>Handbook inbox</title>"
-        "<style>body{font:14px system-ui;margin:2rem}td,th{border-bottom:1px solid #ddd;"
-        "padding:.3rem .5rem;text-align:left;vertical-align:top}</style>"
-        f"<h1>Inbox: {len(records)} open record(s)</h1>"
-        "<p>Read-only. Decide with <code>handbook inbox accept|reject ID</code>.</p>"
-        "<table><tr><th>id</th><th>kind</th><th>doc</th><th>by</th><th>at</th>"
-        f"<th>section</th><th>basis</th></tr>{rows}</table>"
-    )
-    return Response(
-        page,
-        media_type="text/html",
-        headers={
-            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-            "Cache-Control": "no-store",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+async def _arguments(request: Request, tool: Tool) -> dict[str, Any] | Response:
+    """The tool's arguments: a POST's JSON object, or a GET's query string read as text
+    (`handbook.tools.dispatch.from_text`); or the 400 or 413 that refuses them."""
+    if request.method == "POST":
+        return await _body(request)
+    pairs = request.query_params.multi_items()
+    if any(len(k) > MAX_PARAM_CHARS or len(v) > MAX_PARAM_CHARS for k, v in pairs):
+        message = f"query parameters are limited to {MAX_PARAM_CHARS} characters"
+        return _json(failure("too_long", message), 400)
+    arguments, problem = from_text(tool, pairs)
+    if problem:
+        return _json(failure("bad_arguments", problem), 400)
+    return arguments
 
 
 async def _body(request: Request) -> dict[str, Any] | Response:

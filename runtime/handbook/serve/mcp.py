@@ -42,16 +42,40 @@ MAX_PIECES = 1000
 
 def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
     """The MCP server for `served` (any transport); tools are called through `dispatch`."""
+    handlers = _Handlers(served, dispatch)
+    names = list(served.bundles()) or list(served.tool_context().libraries)
+    return Server(
+        "handbook",
+        version=__version__,
+        instructions=(
+            f"Read-only knowledge from the libraries {', '.join(names)}. Call "
+            "knowledge_list or knowledge_search to find a doc, then knowledge_get to read it "
+            "(or one section of it)."
+        ),
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
+    )
+
+
+class _Handlers:
+    """The MCP requests over `served`: each read in a worker thread, on behalf of the
+    caller the request names (`_caller`)."""
+
+    def __init__(self, served: Served, dispatch: Dispatch) -> None:
+        self.served, self.dispatch = served, dispatch
 
     async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         with acting(*_caller(ctx)):
-            tools = await anyio.to_thread.run_sync(lambda: definitions(served.tool_context()))
+            tools = await anyio.to_thread.run_sync(lambda: definitions(self.served.tool_context()))
         return types.ListToolsResult(tools=[_tool(t) for t in tools])
 
     async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         try:
@@ -62,7 +86,7 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
             return types.CallToolResult(content=[text], is_error=True)
         with acting(actor, principal):  # the worker thread runs in a copy of this context
             answer = await anyio.to_thread.run_sync(
-                lambda: dispatch(served, params.name, arguments, principal)
+                lambda: self.dispatch(self.served, params.name, arguments, principal)
             )
         error = answer.get("error")
         if isinstance(error, dict) and error.get("code") == "unknown_tool":
@@ -74,12 +98,14 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
         )
 
     async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
         with acting(*_caller(ctx)):
-            answer = await anyio.to_thread.run_sync(lambda: served.list(limit=PAGE, offset=start))
-        single = _single(served)
+            answer = await anyio.to_thread.run_sync(
+                lambda: self.served.list(limit=PAGE, offset=start)
+            )
+        single = _single(self.served)
         resources = [
             types.Resource(
                 uri=f"{SCHEME}{d.get('library', single)}/{d['id']}",
@@ -96,10 +122,10 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
         )
 
     async def list_templates(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         with acting(*_caller(ctx)):
-            names = await anyio.to_thread.run_sync(lambda: served.tool_context().libraries)
+            names = await anyio.to_thread.run_sync(lambda: self.served.tool_context().libraries)
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
@@ -113,33 +139,17 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
         )
 
     async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         with acting(*_caller(ctx)):
-            found = await anyio.to_thread.run_sync(lambda: _read(served, uri))
+            found = await anyio.to_thread.run_sync(lambda: _read(self.served, uri))
         if found is None:
             message = (
                 f"no resource {uri}; resources are {SCHEME}<library>/<doc id>[/<attached file>]"
             )
             raise MCPError(code=RESOURCE_NOT_FOUND, message=message, data={"uri": uri})
         return types.ReadResourceResult(contents=[found])
-
-    names = list(served.bundles()) or list(served.tool_context().libraries)
-    return Server(
-        "handbook",
-        version=__version__,
-        instructions=(
-            f"Read-only knowledge from the libraries {', '.join(names)}. Call "
-            "knowledge_list or knowledge_search to find a doc, then knowledge_get to read it "
-            "(or one section of it)."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-    )
 
 
 def _caller(

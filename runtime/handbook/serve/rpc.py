@@ -6,13 +6,14 @@ Handbook never imports the framework: the caller passes its `register(topic, han
 (a bound method or a small lambda adapting the argument order). Registration is where
 deployments fail (a router refuses a name, a session is not up yet), and a knowledge
 library must never take its host application down with it: every failure is reported
-and returned, nothing raises.
+and returned, nothing raises. A reporter that fails itself is logged (a warning on
+the ``handbook.rpc`` logger), so no failure goes unseen.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ every other transport."""
 
 Register = Callable[[str, Callable[..., dict[str, Any]]], Any]
 Report = Callable[[str], Any]
+log = logging.getLogger("handbook.rpc")
 
 
 def handlers(served: Served) -> dict[str, Callable[..., dict[str, Any]]]:
@@ -54,13 +56,14 @@ def register_tools(
     named = {**{v: t for v, t in DEFAULT_TOPICS.items() if v in available}, **(topics or {})}
     failed: list[str] = []
     pending: list[tuple[str, Awaitable[Any]]] = []
-    reports: list[Awaitable[Any]] = []
+    reports: list[tuple[str, Awaitable[Any]]] = []
 
     def fail(topic: str, problem: str) -> None:
         failed.append(topic)
-        outcome = _safe_report(report, f"knowledge tool {topic!r} not registered: {problem}")
+        message = f"knowledge tool {topic!r} not registered: {problem}"
+        outcome = _safe_report(report, message)
         if outcome is not None:
-            reports.append(outcome)
+            reports.append((message, outcome))
 
     for name, topic in named.items():
         handler = available.get(name)
@@ -82,7 +85,7 @@ def register_tools(
 async def _finish(
     failed: list[str],
     pending: list[tuple[str, Awaitable[Any]]],
-    reports: list[Awaitable[Any]],
+    reports: list[tuple[str, Awaitable[Any]]],
     fail: Callable[[str, str], None],
 ) -> list[str]:
     for topic, result in pending:
@@ -91,17 +94,27 @@ async def _finish(
         except Exception as exc:
             fail(topic, f"{type(exc).__name__}: {exc}")
     while reports:
-        with contextlib.suppress(Exception):  # a failing reporter must not fail its host
-            await reports.pop(0)
+        message, outcome = reports.pop(0)
+        try:
+            await outcome
+        except Exception as exc:  # a failing reporter must not fail its host
+            _reporter_failed(exc, message)
     return failed
 
 
 def _safe_report(report: Report | None, message: str) -> Awaitable[Any] | None:
-    """Call `report`; its awaitable, if it returned one, for the caller to await."""
+    """Call `report`; its awaitable, if it returned one, for the caller to await. A
+    reporter that raises is logged instead."""
     if report is None:
         return None
     try:
         outcome = report(message)
-    except Exception:
+    except Exception as exc:
+        _reporter_failed(exc, message)
         return None
     return outcome if inspect.isawaitable(outcome) else None
+
+
+def _reporter_failed(exc: Exception, message: str) -> None:
+    """The one place a failing reporter is seen: what it raised, and what it was given."""
+    log.warning("the RPC reporter failed (%s: %s) reporting: %s", type(exc).__name__, exc, message)

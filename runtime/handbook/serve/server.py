@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..access.principals import Principals
+from ..bundle.locations import is_url
 from ..libraries.library import Library
-from ..libraries.reloader import Reloader, is_url
+from ..libraries.reloader import Reloader
 from ..tools.served import Served
 from .connections import Limits, guarded_protocol, raise_file_limit
 from .gate import DEFAULT_BURST, DEFAULT_RATE, host_names
@@ -54,11 +55,7 @@ def serve(
 
     from .mcp import http_app
 
-    files = raise_file_limit()
-    if files > 0:  # the cap, not the system, must decide: room for the bundles, and for
-        # a batch of accepts (up to BACKLOG at once) made before the oldest are closed
-        room = max(files - RESERVED_FILES - 2 * BACKLOG, 16)
-        limits = limits._replace(max_connections=min(limits.max_connections, room))
+    limits = within_file_limit(limits)
     app = create_app(
         served,
         site=site,
@@ -71,38 +68,65 @@ def serve(
         log=log,
     )
     sock = listening(host, port)
-    bound = sock.getsockname()[1]
-    reloaders = [
-        Reloader(
-            library,
-            path,
-            max(reload_interval, REMOTE_POLL_SECONDS) if is_url(path) else reload_interval,
-            on_reload=lambda answer: announce(describe_reload(answer)),
-        )
-        for path, library in (watched or {}).items()
-    ]
+    reloaders = reloaders_of(watched or {}, reload_interval, announce)
     for reloader in reloaders:
         reloader.start()
-    shown = f"[{host}]" if ":" in host else host
-    announce(
-        f"serving {describe(served, watched)} at http://{shown}:{bound}/  API {API}/  MCP /mcp"
-        + (
-            f"  (bearer tokens of {len(principals.names)} principal(s) required)"
-            if principals
-            else ""
-        )
-    )
+    announce(announcement(served, watched, host, sock.getsockname()[1], principals))
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", http=guarded_protocol(limits), backlog=BACKLOG
     )
-    server = uvicorn.Server(config)
     try:
         with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
-            server.run(sockets=[sock])
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         for reloader in reloaders:
             reloader.stop()
         sock.close()
+
+
+def reloaders_of(
+    watched: Mapping[str, Library], interval: float, announce: Callable[[str], None]
+) -> list[Reloader]:
+    """A reloader per watched bundle, each announcing what it reloads or refuses; a remote
+    one polls every REMOTE_POLL_SECONDS at most, since each poll downloads its manifest."""
+    return [
+        Reloader(
+            library,
+            path,
+            max(interval, REMOTE_POLL_SECONDS) if is_url(path) else interval,
+            on_reload=lambda answer: announce(describe_reload(answer)),
+        )
+        for path, library in watched.items()
+    ]
+
+
+def within_file_limit(limits: Limits) -> Limits:
+    """`limits`, with fewer connections where the process may open too few files: the
+    cap, not the system, must decide. Room is kept for the bundles, and for a batch of
+    accepts (up to BACKLOG at once) made before the oldest are closed."""
+    files = raise_file_limit()
+    if files <= 0:
+        return limits
+    room = max(files - RESERVED_FILES - 2 * BACKLOG, 16)
+    return limits._replace(max_connections=min(limits.max_connections, room))
+
+
+def announcement(
+    served: Served,
+    watched: Mapping[str, Library] | None,
+    host: str,
+    port: int,
+    principals: Principals | None,
+) -> str:
+    """The line `handbook serve` starts with: what it serves, and where."""
+    shown = f"[{host}]" if ":" in host else host
+    tokens = (
+        f"  (bearer tokens of {len(principals.names)} principal(s) required)" if principals else ""
+    )
+    return (
+        f"serving {describe(served, watched)} at http://{shown}:{port}/  API {API}/  MCP /mcp"
+        + tokens
+    )
 
 
 def listening(host: str, port: int) -> socket.socket:

@@ -117,6 +117,9 @@ class Param:
     """Command-line option names, when not just `--<name>`."""
     aliases: tuple[str, ...] = ()
     """Other names accepted for it (older HTTP clients send `id`)."""
+    default: Any = None
+    """What the served methods take when it is not given (None: nothing); a test holds
+    every served method's signature to its tool's parameters and these defaults."""
 
     def json_schema(self) -> dict[str, Any]:
         schema = {**self.schema, "description": self.description}

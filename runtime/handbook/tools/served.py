@@ -4,6 +4,12 @@ A `Library` (one verified bundle), a `Shelf` (several), a `RemoteLibrary` (a
 `handbook serve` elsewhere) all satisfy it, and so will anything else that answers the
 tools of `handbook.tools.table` with their signatures. Transports (CLI, HTTP, MCP, RPC) take a
 `Served` and call it only through `handbook.tools.dispatch`, so they cannot drift apart.
+
+Each method's parameters are its tool's, in the table's order, with the table's defaults
+(`Param.default`); a filtering tool takes the library's fields as `**filters` too. The
+signatures are written out because they are the typed Python API;
+tests/test_runtime/test_served_signatures.py holds this protocol and every served class
+to the table.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ class Served(Protocol):
         *,
         offset: int = 0,
         lang: str | None = None,
+        reviewed: bool | None = None,
+        suspect: bool | None = None,
+        include_retired: bool | None = None,
         **filters: Any,
     ) -> ListAnswer: ...
 

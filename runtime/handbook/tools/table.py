@@ -6,7 +6,9 @@ text — a query string, a command line — becomes the argument), its output sc
 its annotations. From this table come the bundle's ``tools.json`` (written at build for
 offline consumers), MCP's tools, the HTTP routes and OpenAPI document, the RPC
 registration, the CLI's query commands and `handbook tools`. Adding a tool is one entry
-here plus its handler on the served objects (`handbook.tools.served`).
+here plus its handler on the served objects (`handbook.tools.served`). The parameters
+several tools share are in `handbook.tools.params`; the write tools, served only with an
+inbox, in `handbook.tools.write_tools`.
 
 Input schemas satisfy OpenAI's strict mode (every property listed and required,
 optional ones nullable, no additional properties), which every other host also accepts.
@@ -23,69 +25,21 @@ from .. import answers
 from ..access.actor import ID_SCHEMA
 from ..bundle.catalog import Catalog
 from . import schemas as out
-from .model import Param, Tool, ToolContext, boolean, integer, pairs, revision_map, words
+from .model import Param, Tool, ToolContext, integer, pairs, revision_map, words
 from .model import context_of as _context_of
-
-
-def _limit(default: int, maximum: int = 100) -> Param:
-    schema = {"type": "integer", "minimum": 1, "maximum": maximum}
-    text = f"Most results to return (default {default})."
-    return Param("limit", schema, text, from_text=integer, flags=("--limit", "-n"))
-
-
-QUERY = Param(
-    "query", {"type": "string"}, "Free-text query; null for none.", flags=("--query", "-q")
+from .params import (
+    DOC_ID,
+    INCLUDE_RETIRED,
+    LANG,
+    OFFSET,
+    QUERY,
+    RETRIEVER,
+    REVIEWED,
+    REVISION,
+    SUSPECT,
+    limit,
 )
-OFFSET = Param(
-    "offset",
-    {"type": "integer", "minimum": 0},
-    "Where to continue: the next_offset of an earlier answer (default 0).",
-    from_text=integer,
-)
-LANG = Param("lang", {"type": "string"}, "A language tag (en, de); null for every language.")
-RETRIEVER = Param(
-    "retriever",
-    {"type": "string", "enum": ["lexical", "semantic", "hybrid"]},
-    "How to rank: lexical (default; lunr's words), semantic (meaning, when the bundle has "
-    "vectors) or hybrid (both fused).",
-)
-DOC_ID = Param(
-    "doc_id",
-    {"type": "string"},
-    "A doc id (or library:id), e.g. from knowledge_list.",
-    required=True,
-    positional=True,
-    aliases=("id",),
-)
-REVISION = Param(
-    "revision",
-    {"type": "string"},
-    "Serve only this exact revision; a doc that changed since is refused.",
-)
-
-
-REVIEWED = Param(
-    "reviewed",
-    {"type": "boolean"},
-    "true: only docs whose current revision has a review; false: only docs without one "
-    "(libraries with reviewers).",
-    from_text=boolean,
-)
-SUSPECT = Param(
-    "suspect",
-    {"type": "boolean"},
-    "true: only docs that changed, or whose subject changed, since their last review.",
-    from_text=boolean,
-)
-INCLUDE_RETIRED = Param(
-    "include_retired",
-    {"type": "boolean"},
-    "true: list retired and superseded docs too (left out by default).",
-    from_text=boolean,
-)
-
-
-# -- the table ------------------------------------------------------------------------------
+from .write_tools import WRITE_TOOLS
 
 READ_TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -104,7 +58,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             "verify_first says why to check before acting); no content. Retired docs are left "
             "out unless include_retired. Long lists come in pages: pass offset=next_offset."
         ),
-        (QUERY, _limit(20), OFFSET, LANG, REVIEWED, SUSPECT, INCLUDE_RETIRED),
+        (QUERY, limit(20), OFFSET, LANG, REVIEWED, SUSPECT, INCLUDE_RETIRED),
         out.LIST,
         answers.ListAnswer,
         filters=True,
@@ -151,7 +105,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "query", {"type": "string"}, "Words to search for.", required=True, positional=True
             ),
-            _limit(10),
+            limit(10),
             LANG,
             OFFSET,
             RETRIEVER,
@@ -190,12 +144,13 @@ READ_TOOLS: tuple[Tool, ...] = (
                 to_python=revision_map,
                 flags=("--revision",),
             ),
-            _limit(10),
+            limit(10),
             Param(
                 "max_bytes",
                 {"type": "integer", "minimum": 1, "maximum": 1_000_000},
                 "Budget for the returned content in UTF-8 bytes (default 32000).",
                 from_text=integer,
+                default=32_000,
             ),
             LANG,
             RETRIEVER,
@@ -224,7 +179,7 @@ READ_TOOLS: tuple[Tool, ...] = (
                 required=True,
                 positional=True,
             ),
-            _limit(3, maximum=10),
+            limit(3, maximum=10),
             Param(
                 "correlation_id",
                 ID_SCHEMA,
@@ -274,7 +229,7 @@ READ_TOOLS: tuple[Tool, ...] = (
                 from_text=words,
                 flags=("--topic",),
             ),
-            _limit(8, maximum=50),
+            limit(8, maximum=50),
             RETRIEVER,
         ),
         out.BRIEF,
@@ -323,119 +278,6 @@ READ_TOOLS: tuple[Tool, ...] = (
     ),
 )
 
-
-# -- the write tools: served only with a writable inbox (`handbook.inbox.writable`)-------------
-
-_WRITES = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
-           "openWorldHint": False}  # fmt: skip
-"""A retried call is the same record (ids are content-derived); nothing is ever deleted."""
-_BASIS = Param(
-    "basis",
-    {"type": "string", "maxLength": 2000},
-    "Why: what you observed or checked, against what (short).",
-    required=True,
-)
-_EVIDENCE = Param(
-    "evidence",
-    {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 16},
-    "References to evidence (log lines, ticket URLs, file paths); null for none.",
-    from_text=words,
-    flags=("--evidence",),
-)
-_SECTION = Param(
-    "section", {"type": "string"}, "One section (a title or anchor); null for the whole doc."
-)
-_KEY_ID = Param(
-    "key_id",
-    {"type": "string"},
-    "The id of your Ed25519 key, when you sign the record; null to be attributed to the "
-    "principal of your token.",
-)
-_SIGNATURE = Param(
-    "signature",
-    {"type": "string"},
-    "Your signature over the record (handbook.inbox.records); null when unsigned.",
-)
-_AT_REVISION = Param(
-    "revision",
-    {"type": "string"},
-    "The revision you read (from knowledge_get); a doc that changed since is refused.",
-    required=True,
-)
-
-
-def _judgement(name: str, verb: str, summary: str, says: str) -> Tool:
-    return Tool(
-        name,
-        verb,
-        summary,
-        lambda c: f"{verb.title()} a {c.title} doc",
-        lambda c: (
-            f"{says} Give the doc id and the revision you read (from knowledge_get), "
-            "optionally one section, and your basis. It goes to the library's inbox for people "
-            "to decide; until then the doc's pedigree shows it as unreviewed, attributed to "
-            "you, and its text does not change. Answers the record's id and state; calling "
-            "again with the same content is the same record."
-        ),
-        (DOC_ID, _AT_REVISION, _BASIS, _SECTION, _EVIDENCE, _KEY_ID, _SIGNATURE),
-        out.WRITE,
-        answers.WriteAnswer,
-        annotations=_WRITES,
-        writes=True,
-    )
-
-
-WRITE_TOOLS: tuple[Tool, ...] = (
-    Tool(
-        "knowledge_propose",
-        "propose",
-        "Propose a new doc, or a change to a doc or one of its sections, for people to review.",
-        lambda c: f"Propose a change to {c.title}",
-        lambda c: (
-            f"Proposes knowledge for the {c.title} library: a change to a doc (the whole "
-            "markdown body, or one section's) or a new doc (an unused id and a full markdown "
-            "doc with frontmatter). Give the revision you read when you change a doc. It goes "
-            "to the library's inbox; people accept it as a normal docs change or reject it. "
-            "Nothing you propose is served as knowledge before that."
-        ),
-        (
-            DOC_ID,
-            Param(
-                "markdown",
-                {"type": "string", "maxLength": 20000},
-                "The proposed markdown: the section's text, the doc's body, or a new doc.",
-                required=True,
-            ),
-            _BASIS,
-            _SECTION,
-            Param(
-                "revision",
-                {"type": "string"},
-                "The revision you read, for a change to an existing doc; null for a new doc.",
-            ),
-            _EVIDENCE,
-            _KEY_ID,
-            _SIGNATURE,
-        ),
-        out.WRITE,
-        answers.WriteAnswer,
-        annotations=_WRITES,
-        writes=True,
-    ),
-    _judgement(
-        "knowledge_contradict",
-        "contradict",
-        "Report that a doc (or a section) is wrong, with your basis, for people to review.",
-        "Reports that a doc of the library, or one section of it, is wrong: what you found "
-        "in the field that disagrees with it.",
-    ),
-    _judgement(
-        "knowledge_corroborate",
-        "corroborate",
-        "Report that a doc (or a section) held in the field, with your basis.",
-        "Reports that a doc of the library, or one section of it, held when you acted on it.",
-    ),
-)
 
 TOOLS: tuple[Tool, ...] = READ_TOOLS + WRITE_TOOLS
 
