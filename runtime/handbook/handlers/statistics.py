@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable
 
 from ..answers import PublishStatus, StatisticsRow
+from ..bundle.locations import is_url
 from ..bundle.publish_report import ReportError, applies, read_report
 from .snapshot import Snapshot
 
@@ -74,7 +75,7 @@ def unlocated(message: str, locations: Iterable[str | os.PathLike[str]], label: 
     given and as resolved) written as `label`. Status answers every principal, who is told
     what is served, never where it lies on the server's disk."""
     found = {os.fspath(place) for place in locations}
-    found |= {os.path.realpath(place) for place in found if "://" not in place}
+    found |= {os.path.realpath(place) for place in found if not is_url(place)}
     for place in sorted(found, key=len, reverse=True):  # a longer form before its prefix
         message = message.replace(place, label)
     return message
