@@ -205,7 +205,7 @@ def _toml(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findi
     settings = dict(project)
     extensions = project.get("markdown_extensions")
     if isinstance(extensions, dict):  # TOML tables, name -> options: MkDocs' list form
-        settings["markdown_extensions"] = [{name: opts or {}} for name, opts in extensions.items()]
+        settings["markdown_extensions"] = [{name: opts} for name, opts in _extensions(extensions)]
     plugins = project.get("plugins")
     options = (plugins if isinstance(plugins, dict) else {}).get("handbook", data.get("handbook"))
     if options is None:
@@ -213,6 +213,20 @@ def _toml(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findi
             return Entry(settings, {}, (1, 1), {}, {})
         return invalid.at(shown, 1, variant="no_table")
     return Entry(settings, options, (1, 1), {}, {})
+
+
+def _extensions(tables: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Extension name -> options from TOML's tables, where a dotted name is nested:
+    `[project.markdown_extensions.pymdownx.snippets]` is `pymdownx` -> `snippets` -> its
+    options. A table that holds only non-empty tables is a name's part, not options."""
+    out: list[tuple[str, Any]] = []
+    for key, value in tables.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            out += _extensions(value, f"{name}.")
+        else:
+            out.append((name, value or {}))
+    return out
 
 
 def _skills_folder(folder: Path) -> Entry:

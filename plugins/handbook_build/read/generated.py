@@ -177,17 +177,20 @@ def names(block: Block, lines: Sequence[str]) -> str:
 
 
 def to_markdown(html: str) -> str:
-    """The rendered HTML of a block as markdown: headings as `#`, code as fences, the
-    permalinks the toc extension adds to headings left out (they are not text)."""
+    """The rendered HTML of a block as markdown: headings as `#`, code as fences. What is
+    not text is left out: the permalinks the toc extension adds to headings, and the
+    line numbers beside highlighted code (their table would squash the code in a cell)."""
+    from bs4 import BeautifulSoup
     from markdownify import MarkdownConverter
 
-    class Converter(MarkdownConverter):
-        def convert_a(self, el: Any, text: str, parent_tags: Any) -> str:
-            if "headerlink" in (el.get("class") or []):
-                return ""
-            return str(super().convert_a(el, text, parent_tags))  # type: ignore[misc]
-
-    text = Converter(heading_style="ATX", bullets="-").convert(html)
+    soup = BeautifulSoup(html, "html.parser")
+    for link in soup.select("a.headerlink"):
+        link.decompose()
+    for table in soup.select("table.highlighttable"):
+        code = table.select_one("td.code")
+        if code is not None:
+            table.replace_with(*code.contents)
+    text = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
     return re.sub(r"\n{3,}", "\n\n", str(text)).strip("\n")
 
 

@@ -250,8 +250,8 @@ def _loads(name: str, options: Any, *, from_toml: bool) -> Any:
     try:
         resolved = _objects(options) if from_toml else options
         markdown.Markdown(extensions=[name], extension_configs={name: resolved or {}})
-    except Exception as exc:  # ImportError when missing; anything from bad options
-        return "it is not installed" if isinstance(exc, ImportError) else said(exc)
+    except Exception as exc:  # ImportError when it (or a name it is given) is missing
+        return said(exc)
     return resolved
 
 
