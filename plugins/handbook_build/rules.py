@@ -396,8 +396,7 @@ RENDER_FAILED = _rule(
     setup="the site's plugins cannot be loaded ({error}): no plugin runs and text made at "
     "render time is left as written; fix the configuration or install what it names",
     raised="{error}: the page is left as written, without the text its plugins make",
-    unavailable="`{text}` is left as written: the plugin `{plugin}` is not installed here; "
-    "install it where Handbook runs",
+    unavailable="`{text}` is left as written: the plugin `{plugin}` {why}",
     autodoc="`{text}` is left as written, agents do not get the documentation it renders: {error}",
     exec="`{text}` is left as written, agents do not get the output of its code: {error}",
     too_long="the page's made text is {chars:,} characters, far over the {limit:,} limit; "

@@ -48,6 +48,11 @@ class Renderer:
                 )
         self.kinds = self.machinery.kinds if self.machinery else site.kinds
         missing = site.plugins if self.machinery is None else self.machinery.missing
+        self.why = (
+            "did not load with the site's configuration (see its finding)"
+            if self.machinery is None
+            else "is not installed here; install it where Handbook runs"
+        )
         self.signatures = {
             name: generated.signature(pattern, site.settings, name)
             for name, pattern in SIGNATURES.items()
@@ -121,6 +126,7 @@ class Renderer:
                 1,
                 variant="unavailable",
                 plugin=name,
+                why=self.why,
                 text=_short(line.strip()),
             )
             for name, pattern in self.signatures.items()
