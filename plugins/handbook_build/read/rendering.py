@@ -223,7 +223,9 @@ def _runnable(
             )
         else:
             extensions.append({name: error})
-    return {**raw, "plugins": kept, "markdown_extensions": extensions}
+    # `watch` is for `mkdocs serve` alone, and names folders a docs-only copy lacks
+    rest = {k: v for k, v in raw.items() if k != "watch"}
+    return {**rest, "plugins": kept, "markdown_extensions": extensions}
 
 
 def _offline(options: Any, site: Site, findings: list[Finding]) -> Any:
