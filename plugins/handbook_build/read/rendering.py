@@ -167,9 +167,6 @@ class Machinery:
         except Exception as exc:  # mkdocstrings raises when it cannot collect an identifier
             return "", said(exc)
 
-    def done(self) -> None:
-        self.config._current_page = None
-
 
 class _PluginFailed(Exception):
     pass
