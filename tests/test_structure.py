@@ -23,6 +23,10 @@ FACADE = 99
 """The package's own `__init__` (its public surface) and the documented compatibility
 paths: they may import anything, and nothing inside the package may import them."""
 
+MKDOCS_DRIVERS = {"handbook_build.mkdocs_plugin", "handbook_build.read.rendering"}
+"""The only modules that import MkDocs: the plugin, and the driver of a site's own
+plugins (docs/guide/contributing.md names both)."""
+
 RANKS = {
     "handbook": {
         "errors": 0, "answers": 0, "bounds": 0, "_version": 0, "terminal_text": 0, "durations": 0,
@@ -164,6 +168,25 @@ def test_the_runtime_never_imports_the_build_side() -> None:
     for module, targets in graph().items():
         if module.split(".")[0] == "handbook":
             assert not {t for t in targets if t.startswith("handbook_build")}, module
+
+
+def _imports_mkdocs(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        if any(name.split(".")[0] in ("mkdocs", "material", "properdocs") for name in names):
+            return True
+    return False
+
+
+def test_only_the_named_modules_import_mkdocs() -> None:
+    found = {module for module, path in modules() if _imports_mkdocs(path)}
+    assert found == MKDOCS_DRIVERS
 
 
 def test_a_cycle_is_found() -> None:

@@ -25,8 +25,10 @@ from .config import validators
 from .config.settings import Config
 from .errors import BuildError
 from .findings import Finding, Severity, apply_levels, count
+from .read import site_text
 from .read.includes import Expander
-from .read.parse import Doc, parse
+from .read.parse import Doc, Expands, parse
+from .read.rendering import wanted
 from .read.source import Text, discover, read
 from .workers import parallel
 from .write.bundles import Shipment, bundle_folders, doc_lang, write_bundles
@@ -145,6 +147,8 @@ def check(
     main process)."""
     found = discover(config.docs_dir, config.exclude, skills_only=config.layout == "skills")
     findings = list(found.findings)
+    if config.site is not None and wanted(config.site):  # once; forked workers inherit it
+        findings.extend(site_text.prepare(config.site, _includes(config)).findings)
     docs = []
     total = len(found.paths)
     ids = IdLedger()
@@ -178,7 +182,7 @@ def check(
 
 
 def load(
-    config: Config, path: str, expander: Expander | None = None
+    config: Config, path: str, expander: Expands | None = None
 ) -> tuple[Doc | None, list[Finding]]:
     """Read, parse (includes expanded by `expander`, or one made for this file) and check
     one file."""
@@ -205,9 +209,16 @@ def _too_long(config: Config) -> int:
     return max(4 * config.limits.body_max_chars, 256 * 1024)
 
 
-def _expander(config: Config) -> Expander:
+def _expander(config: Config) -> Expands:
     """The site's include extensions, made afresh for each batch of files: an extension
-    may cache the files it read, which must not outlive a build (`mkdocs serve`)."""
+    may cache the files it read, which must not outlive a build (`mkdocs serve`); and,
+    for a site whose plugins make text, this build's `Renderer` around them."""
+    if config.site is not None and wanted(config.site):
+        return site_text.renderer(config.site, _includes(config))
+    return _includes(config)
+
+
+def _includes(config: Config) -> Expander:
     return Expander(config.includes, config.config_path.parent, _too_long(config))
 
 

@@ -383,6 +383,35 @@ INCLUDE_FAILED = _rule(
     "are not expanded: never include a key file",
 )
 
+RENDER_FAILED = _rule(
+    "HB512",
+    "render-failed",
+    WARN,
+    "Text the site makes with its plugins or at render time (mkdocs-include-markdown, "
+    "mkdocs-macros, mkdocstrings, markdown-exec) that Handbook cannot make.",
+    missing_plugin="the plugin `{plugin}` that the site enables is not installed here: pages "
+    "get none of its text; install it where Handbook runs",
+    extension="the markdown extension `{extension}` cannot be loaded here ({error}): text made "
+    "at render time is made without it; install it or fix its options",
+    setup="the site's plugins cannot be loaded ({error}): no plugin runs and text made at "
+    "render time is left as written; fix the configuration or install what it names",
+    raised="{error}: the page is left as written, without the text its plugins make",
+    unavailable="`{text}` is left as written: the plugin `{plugin}` {why}",
+    autodoc="`{text}` is left as written, agents do not get the documentation it renders: {error}",
+    exec="`{text}` is left as written, agents do not get the output of its code: {error}",
+    too_long="the page's made text is {chars:,} characters, far over the {limit:,} limit; "
+    "it is left as written",
+    private_key="the page's made text holds a private key, which would be published; it is "
+    "left as written",
+)
+INVENTORIES_SKIPPED = _rule(
+    "HB513",
+    "inventories-skipped",
+    NOTICE,
+    "mkdocstrings inventories are not downloaded: a build is offline.",
+    "{count} inventory URL(s) of mkdocstrings' handlers are not fetched (builds are "
+    "offline): cross-references to those projects are plain text in agent text",
+)
 
 # -- adoption: what a page lacks, derived -------------------------------------------------------
 

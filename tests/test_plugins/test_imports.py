@@ -1,6 +1,7 @@
-"""Only `mkdocs_plugin` imports MkDocs (DESIGN §2: the build does not depend on the site
-generator), and importing the package or one of its modules pulls in no more than that
-module needs. Checked in a fresh interpreter where MkDocs cannot be imported at all."""
+"""Only `mkdocs_plugin` needs MkDocs to import (DESIGN §2: the build does not depend on
+the site generator; `read.rendering`, which drives an adopted site's own plugins, imports
+it inside its functions), and importing the package or one of its modules pulls in no
+more than that module needs. Checked in a fresh interpreter where MkDocs cannot be imported at all."""
 
 from __future__ import annotations
 

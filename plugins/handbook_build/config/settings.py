@@ -21,6 +21,7 @@ from .. import rules
 from ..errors import ConfigError
 from ..findings import Finding, Level, Severity
 from ..read.includes import Configured, configured
+from ..read.rendering import Site
 from ..rules import RULES
 from . import site_config
 from .audiences import AudienceSettings
@@ -81,6 +82,8 @@ class Config:
     """Page path -> its title in the site's nav (for titles adoption derives)."""
     includes: tuple[Configured, ...] = ()
     """The include extensions among `markdown_extensions`, with their options."""
+    site: Site | None = None
+    """The site generator's configuration, whose plugins make pages' text (`rendering`)."""
 
     @property
     def required_fields(self) -> tuple[str, ...]:
@@ -135,6 +138,9 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
         places={"": entry.where, **entry.option_places},
         mkdocs=entry.settings,
         mkdocs_places=entry.setting_places,
+        site=None
+        if entry.site is None
+        else Site(entry.site, entry.settings, entry.site_places or {}),
     )
 
 
@@ -146,6 +152,7 @@ def from_options(
     places: dict[str, tuple[int, int]] | None = None,
     mkdocs: Mapping[str, Any] | None = None,
     mkdocs_places: dict[str, tuple[int, int]] | None = None,
+    site: Site | None = None,
 ) -> Config:
     """Validate the plugin options (a mapping) and the MkDocs settings Handbook needs.
     `places` gives each option key's (line, column), and "" the entry's own."""
@@ -190,6 +197,7 @@ def from_options(
         site_url=_text(mkdocs.get("site_url")),
         nav_titles=nav_titles(mkdocs.get("nav")),
         includes=configured(mkdocs.get("markdown_extensions")),
+        site=site,
     )
 
 

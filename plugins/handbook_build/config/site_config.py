@@ -21,7 +21,7 @@ as opaque values, and nothing a tag names is ever imported.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ class Entry:
     """Where `handbook` is written."""
     option_places: dict[str, Place]
     setting_places: dict[str, Place]
+    site: Path | None = None
+    """The site generator's own configuration file, whose settings these are."""
+    site_places: dict[str, Place] | None = None
+    """Its top-level keys' places (`setting_places` when it is this file)."""
 
 
 class _Opaque:
@@ -100,11 +104,12 @@ def read(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findin
     options."""
     if path.is_dir():
         return _skills_folder(path)
-    if path.suffix == ".toml":
-        return _toml(path, shown, entry_optional)
-    entry = _yaml(path, shown, entry_optional)
+    reader = _toml if path.suffix == ".toml" else _yaml
+    entry = reader(path, shown, entry_optional)
     if isinstance(entry, Entry) and path.name == "handbook.yml":
         return _standalone(entry, path, shown)
+    if isinstance(entry, Entry):
+        return replace(entry, site=path, site_places=entry.setting_places)
     return entry
 
 
@@ -151,6 +156,7 @@ def _standalone(entry: Entry, path: Path, shown: str) -> Entry | Finding:
     options = dict(entry.options)
     site = options.pop("site", None)
     settings = {k: options.pop(k) for k in SITE_KEYS if k in options}
+    target, places = None, None
     if site is not None:
         target = path.parent / str(site)
         reader = _toml if target.suffix == ".toml" else _yaml
@@ -161,7 +167,10 @@ def _standalone(entry: Entry, path: Path, shown: str) -> Entry | Finding:
         # MkDocs reads docs_dir beside its own file, wherever handbook.yml is.
         own["docs_dir"] = str((target.parent / str(own.get("docs_dir", "docs"))).resolve())
         settings = {**own, **settings}
-    return Entry(settings, options, entry.where, entry.option_places, entry.setting_places)
+        places = read_site.setting_places
+    return Entry(
+        settings, options, entry.where, entry.option_places, entry.setting_places, target, places
+    )
 
 
 SITE_KEYS = (
@@ -196,7 +205,7 @@ def _toml(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findi
     settings = dict(project)
     extensions = project.get("markdown_extensions")
     if isinstance(extensions, dict):  # TOML tables, name -> options: MkDocs' list form
-        settings["markdown_extensions"] = [{name: opts or {}} for name, opts in extensions.items()]
+        settings["markdown_extensions"] = [{name: opts} for name, opts in _extensions(extensions)]
     plugins = project.get("plugins")
     options = (plugins if isinstance(plugins, dict) else {}).get("handbook", data.get("handbook"))
     if options is None:
@@ -204,6 +213,20 @@ def _toml(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findi
             return Entry(settings, {}, (1, 1), {}, {})
         return invalid.at(shown, 1, variant="no_table")
     return Entry(settings, options, (1, 1), {}, {})
+
+
+def _extensions(tables: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Extension name -> options from TOML's tables, where a dotted name is nested:
+    `[project.markdown_extensions.pymdownx.snippets]` is `pymdownx` -> `snippets` -> its
+    options. A table that holds only non-empty tables is a name's part, not options."""
+    out: list[tuple[str, Any]] = []
+    for key, value in tables.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            out += _extensions(value, f"{name}.")
+        else:
+            out.append((name, value or {}))
+    return out
 
 
 def _skills_folder(folder: Path) -> Entry:

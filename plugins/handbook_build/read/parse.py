@@ -7,9 +7,10 @@ its line. Anchors are made the way MkDocs' toc makes them (Python-Markdown's own
 the site's `#anchor` links always agree.
 
 Given an `Expander`, the body is the markdown after the site's include extensions ran
-(`includes`), and everything here (headings, sections, offsets, fences and their lines)
-is about that text, counted as if it stood in the file from the body's first line on;
-`Doc.located` moves a finding about it to where its line is written.
+(`includes`), and its plugins and render-time text (`site_text`); everything here
+(headings, sections, offsets, fences and their lines) is about that text, counted as if
+it stood in the file from the body's first line on; `Doc.located` moves a finding about
+it to where its line is written.
 
 Only block parsing runs over the whole body; inline parsing runs on heading text alone.
 That keeps parsing linear and cheap on the 10,000-page corpus. The parts of a doc are
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from markdown.extensions.toc import slugify, unique
 from markdown_it import MarkdownIt
@@ -31,7 +32,7 @@ from ..errors import FrontmatterError
 from ..findings import Finding
 from .frontmatter import BoolWord, Field, Mark
 from .frontmatter import parse as parse_frontmatter
-from .includes import Expander
+from .includes import Expansion
 from .origins import Run, source_line
 from .source import Text
 
@@ -41,6 +42,13 @@ _NEWLINE = re.compile("\n")
 
 _md = MarkdownIt("commonmark").disable("inline")
 _inline = MarkdownIt("commonmark")
+
+
+class Expands(Protocol):
+    """What makes a body what people read: an `includes.Expander` (the include
+    extensions), or a `site_text.Renderer` (the site's plugins and render-time text too)."""
+
+    def expand(self, path: str, body: str, body_line: int) -> Expansion: ...
 
 
 class Heading(NamedTuple):
@@ -122,7 +130,7 @@ class Doc:
 
 
 def parse(
-    source: Text, expander: Expander | None = None, frontmatter_optional: bool = False
+    source: Text, expander: Expands | None = None, frontmatter_optional: bool = False
 ) -> tuple[Doc | None, list[Finding]]:
     """The doc and the findings about its frontmatter's fields and its includes, or None
     and the findings that make it unusable. With `frontmatter_optional`, a file without
