@@ -113,7 +113,7 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
         "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
         "signing_key, expires, layout, adopt, reviews, default_lang, audiences, semantic, pii, signing, "
-            "strict, lunr_index",
+        "strict, lunr_index",
     ]
 
 
