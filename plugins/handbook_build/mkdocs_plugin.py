@@ -147,7 +147,8 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         doc = self.docs.get(page.file.src_uri)
         if doc is not None and self.bundle is not None:
             meta = pages.frontmatter(doc)
-            markdown = written_body(Text(doc.source, page.file.content_string))
+            adopted = self._settings().adopt is not None
+            markdown = written_body(Text(doc.source, page.file.content_string), adopted)
             if markdown is None:  # the file changed since the build
                 markdown = self.bundle.read(doc.content).decode("utf-8")
         else:  # not a doc (excluded, generated): as MkDocs reads it
