@@ -672,9 +672,10 @@ OPTIONS: tuple[Option, ...] = (
             to sign the bundle with, relative to `mkdocs.yml`. Used only when no other key
             is given: a `--key KEYFILE` option comes first, then the
             `HANDBOOK_SIGNING_KEY` environment variable (the key file's contents, for CI
-            secrets), then this file. Keep the file out of version control. Without any
-            key the bundle is unsigned; `--strict` builds (`handbook build --strict`,
-            `mkdocs build --strict`) and builds with `CI` set refuse to be unsigned.
+            secrets, or its path), then this file. Keep the file out of version control.
+            Without any key the bundle is unsigned; `--strict` builds (`handbook build
+            --strict`, `mkdocs build --strict`) and builds with `CI` set refuse to be
+            unsigned, unless [`signing`](#signing) is `optional`.
         """),
     ),
     Option(
