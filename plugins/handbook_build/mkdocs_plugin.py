@@ -44,7 +44,7 @@ from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 from mkdocs.utils.meta import get_data
 
@@ -59,11 +59,12 @@ from .config.keys import replaces_signed, signing_key
 from .config.options import DEFAULT_BUNDLE_DIR, OPTIONS, Option
 from .config.settings import Config, load_config
 from .errors import BuildError, ConfigError
-from .findings import Finding
+from .findings import Finding, Severity
 from .pipeline import BuildResult
 from .read.parse import written_body
 from .read.source import Text
-from .write import pages
+from .write import pages, seal
+from .write.bundles import bundle_folders
 from .write.llms import LLMS_FULL, llms_full_txt
 
 log = logging.getLogger("mkdocs.plugins.handbook")
@@ -94,6 +95,8 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         self.bundle: Bundle | None = None
         self.pedigrees: dict[str, dict[str, Any]] = {}
         self.docs: dict[str, DocEntry] = {}
+        self.previous: dict[Path, Path | None] = {}
+        """Each bundle folder -> the version it pointed at before this build."""
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         try:
@@ -111,8 +114,15 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
     def on_files(self, files: Files, *, config: MkDocsConfig) -> Files:
         settings = self._settings()
         out = settings.bundle_dir or Path(DEFAULT_BUNDLE_DIR)
-        built, signed_with, replacing = _build(settings, out, bool(config.strict))
-        _log_findings(built.findings)
+        try:
+            self.previous = seal.published(bundle_folders(settings, out).values())
+        except HandbookError as exc:  # a bundle folder reached through a symbolic link
+            raise PluginError(f"handbook: {exc}") from None
+        made = _build(settings, out, bool(config.strict))
+        if made is None:  # content errors on a site that is not strict: the site as before
+            return files
+        built, signed_with, replacing = made
+        _log_findings(built.findings, loud=settings.strict_warnings)
         self.bundle = built.bundle
         if settings.audiences is not None:  # the site is one audience's: the others' pages go
             self.bundle = built.for_audience(settings.audiences.site)
@@ -137,7 +147,8 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         doc = self.docs.get(page.file.src_uri)
         if doc is not None and self.bundle is not None:
             meta = pages.frontmatter(doc)
-            markdown = written_body(Text(doc.source, page.file.content_string))
+            adopted = self._settings().adopt is not None
+            markdown = written_body(Text(doc.source, page.file.content_string), adopted)
             if markdown is None:  # the file changed since the build
                 markdown = self.bundle.read(doc.content).decode("utf-8")
         else:  # not a doc (excluded, generated): as MkDocs reads it
@@ -169,35 +180,50 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
             shutil.rmtree(target)
         shutil.copytree(self.bundle.path, target)  # the published version folder, real files
 
+    def on_build_error(self, *, error: Exception) -> None:
+        """A later plugin, the theme or `--strict` failed the build after `on_files`
+        published the bundle: point `bundle_dir` back at the version it had, so a failed
+        build publishes nothing."""
+        if self.bundle is not None:
+            seal.roll_back(self.previous)
+            log.info("handbook: the build failed; the bundle published before it is restored")
+            self.bundle = None
+
     def _settings(self) -> Config:
         if self.settings is None:  # on_config always runs first; this keeps mypy and readers sure
             raise PluginError("handbook: the plugin was not configured")
         return self.settings
 
 
-def _build(settings: Config, out: Path, strict: bool) -> tuple[BuildResult, str | None, str | None]:
+def _build(
+    settings: Config, out: Path, strict: bool
+) -> tuple[BuildResult, str | None, str | None] | None:
     """`pipeline.build`, with the signing key the settings give; returns the result, where
     the key came from (None: unsigned) and the warning about replacing a signed bundle
-    with an unsigned one. Every failure is one `PluginError`, its findings logged."""
+    with an unsigned one. Every failure is one `PluginError`, its findings logged; a site
+    that is not strict (`strict: false`, an adopted site) has its content errors logged
+    at info level and gets None: the site builds, no bundle is published."""
     try:
         key, source, warning = signing_key(settings)
         if warning:
             log.warning(f"handbook: {warning}")
-        if key is None and (strict or os.environ.get("CI")):
+        if key is None and settings.signing_required and (strict or os.environ.get("CI")):
             raise PluginError(
                 f"handbook: no signing key; set ${SIGNING_KEY_ENV} or handbook.signing_key "
-                "(unsigned builds are refused under --strict and in CI)"
+                "(unsigned builds are refused under --strict and in CI; `signing: optional` "
+                "allows them)"
             )
         replacing = replaces_signed(out) if key is None else None
         if replacing:
             log.warning(f"handbook: {replacing}")
-        built = pipeline.build(settings, out, key, strict=strict)
+        built = pipeline.build(settings, out, key, strict=strict and settings.strict_warnings)
     except BuildError as exc:
-        _log_findings(exc.findings)
-        raise PluginError(
-            f"handbook: {exc.errors} error(s), {exc.warnings} warning(s) "
-            f"in {exc.docs} docs; nothing built"
-        ) from None
+        _log_findings(exc.findings, loud=settings.strict_warnings)
+        counted = f"{exc.errors} error(s), {exc.warnings} warning(s) in {exc.docs} docs"
+        if settings.strict_warnings:
+            raise PluginError(f"handbook: {counted}; nothing built") from None
+        log.info(f"handbook: {counted}; no bundle published (`handbook check` lists them)")
+        return None
     except (HandbookError, OSError) as exc:  # a bad key, an occupied output, a bundle refused
         raise PluginError(f"handbook: {exc}") from None
     return built, source if key is not None else None, replacing
@@ -216,33 +242,60 @@ def _withhold(files: Files, built: BuildResult, site: Bundle) -> None:
 
 
 def _add_generated(files: Files, config: MkDocsConfig, bundle: Bundle, settings: Config) -> None:
-    """The card CSS, and, unless the site has its own, `llms.txt`, `llms-full.txt` and the
-    catalog page, at the site's root."""
+    """The card CSS, the catalog page and, unless the site has its own, `llms.txt` and
+    `llms-full.txt` at the site's root. A site with an explicit `nav` keeps it: the
+    catalog page is built but not added to the nav, and MkDocs does not report it."""
     files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
-    if files.get_file_from_path(LLMS) is None:
+    owner = _llms_owner(files, config)
+    if owner is None:
         files.append(File.generated(config, LLMS, content=bundle.read(LLMS)))
-    if files.get_file_from_path(LLMS_FULL) is None:
         files.append(File.generated(config, LLMS_FULL, content=llms_full_txt(bundle, settings)))
+        log.info(f"handbook: wrote /{LLMS} and /{LLMS_FULL} (Handbook's; also /bundle/{LLMS})")
+    else:
+        log.info(f"handbook: /{LLMS} is {owner}; Handbook's is /bundle/{LLMS}, and it adds none")
     if files.get_file_from_path(pages.CATALOG_PAGE) is None:
         catalog = bundle.catalog
         content = pages.catalog_markdown(catalog.library, catalog.docs)
-        files.append(File.generated(config, pages.CATALOG_PAGE, content=content))
+        inclusion = InclusionLevel.NOT_IN_NAV if config.nav else InclusionLevel.UNDEFINED
+        files.append(
+            File.generated(config, pages.CATALOG_PAGE, content=content, inclusion=inclusion)
+        )
 
 
-def _log_findings(findings: list[Finding]) -> None:
-    """Each finding as `handbook check` prints it, at MkDocs' matching level. Notices
-    (what adoption derived) are debug lines and one count: an adopted site has one per
-    field of every page, and they never fail a build."""
+def _llms_owner(files: Files, config: MkDocsConfig) -> str | None:
+    """Who makes the site's `llms.txt` (or `llms-full.txt`) besides Handbook: the site's
+    own file, or another plugin (mkdocs-llmstxt writes its own after the build); None
+    when nobody does."""
+    for name in (LLMS, LLMS_FULL):
+        if files.get_file_from_path(name) is not None:
+            return f"the site's own ({config.docs_dir}/{name})"
+    for name in config.plugins:
+        if name != "handbook" and "llms" in name.replace("-", "").replace("_", "").lower():
+            return f"the {name} plugin's"
+    return None
+
+
+def _log_findings(findings: list[Finding], *, loud: bool) -> None:
+    """Each finding as `handbook check` prints it. Notices (what adoption derived) are
+    debug lines and one count: an adopted site has one per field of every page, and
+    they never fail a build. Errors and warnings are logged at MkDocs' matching level
+    when the site is strict (`loud`); otherwise each is a debug line and one info line
+    counts them, so `mkdocs build --strict`, which counts warnings, is not failed by the
+    content as it stands."""
     levels = {"error": log.error, "warn": log.warning}
-    notices = 0
+    quiet: dict[Severity, int] = {}
     for found in findings:
-        if found.severity == "notice":
-            notices += 1
+        if found.severity == "notice" or not loud:
+            quiet[found.severity] = quiet.get(found.severity, 0) + 1
             log.debug(str(found))
         else:
             levels.get(found.severity, log.info)(str(found))
-    if notices:
-        counted = f"{notices} notice" + ("s" if notices != 1 else "")
+    if quiet:
+        counted = ", ".join(
+            f"{quiet[severity]} {word}" + ("s" if quiet[severity] != 1 else "")
+            for severity, word in zip(Severity, ("error", "warning", "notice"), strict=True)
+            if severity in quiet
+        )
         log.info(f"handbook: {counted} (`handbook check --explain` lists them)")
 
 

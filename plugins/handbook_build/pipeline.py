@@ -19,6 +19,7 @@ from handbook.pedigree.records import Record
 from . import rules
 from .checks import audiences, skills
 from .checks.adopt import IdLedger, derive
+from .checks.defuse import defused
 from .checks.reviews import Reviewed, review
 from .checks.validate import check_doc, check_library, check_resources
 from .config import validators
@@ -202,6 +203,8 @@ def load(
         doc, derived = derive(written, config)
         derived += skills.check(written, config)
         findings += map(doc.located, derived + check_doc(doc, config, _validators(config)))
+        if config.adopt is not None:  # the site keeps its HTML; agents never get its script
+            doc = defused(doc)
     return doc, findings
 
 

@@ -98,6 +98,20 @@ def test_refusal_messages_verbatim(tmp_path: Path) -> None:
 # -- the default: the commit the running Handbook comes from ---------------------------------
 
 
+REMOTE = "https://git.example.invalid/handbook.git"
+"""The stand-in's remote as a runner reaches it; pushes go to a bare repository instead."""
+
+
+def served(checkout: Path, bare: Path, name: str, url: str) -> None:
+    """Give `checkout` the remote `name` at `url` (what the workflow names), backed by
+    the local bare repository `bare` (`pushInsteadOf`: only pushes are redirected, so
+    git still reports `url`), and push `main` to it."""
+    git(bare.parent, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(checkout, "remote", "add", name, url)
+    git(checkout, "config", f"url.{bare.as_uri()}.pushInsteadOf", url)
+    git(checkout, "push", "-q", name, "main")
+
+
 @pytest.fixture
 def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A stand-in Handbook checkout (a `handbook` distribution pip builds offline), with
@@ -105,10 +119,7 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "handbook-src"
     shutil.copytree(FIXTURES / "stub-handbook", root)
     new_repository(root, "Stand-in Handbook")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    git(root, "remote", "add", "origin", str(remote))
-    git(root, "push", "-q", "origin", "main")
+    served(root, tmp_path / "remote.git", "origin", REMOTE)
     monkeypatch.setattr(install, "HANDBOOK_CODE", root / "handbook")
     return root
 
@@ -119,7 +130,7 @@ def test_by_default_the_workflow_installs_the_running_commit(
     commit = git(checkout, "rev-parse", "HEAD")
     run = init(tmp_path / "lib", install_from=None)
     assert run.exit_code == 0, run.stderr
-    spec = f"git+{(tmp_path / 'remote.git').as_uri()}@{commit}"
+    spec = f"git+{REMOTE}@{commit}"
     assert workflow_env(tmp_path / "lib") == {"HANDBOOK": spec}
     assert f"the workflow installs Handbook with: {spec}" in run.lines
 
@@ -151,6 +162,10 @@ def test_the_generated_step_installs_the_pinned_commit(checkout: Path, tmp_path:
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
         "GIT_CONFIG_NOSYSTEM": "1",
+        # the runner would fetch REMOTE; here it is the bare repository the fixture pushed to
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"url.{(tmp_path / 'remote.git').as_uri()}.insteadOf",
+        "GIT_CONFIG_VALUE_0": REMOTE,
     }
     done = subprocess.run(
         ["bash", "-e", "-c", steps.pop()],
@@ -176,7 +191,7 @@ def test_the_generated_step_installs_the_pinned_commit(checkout: Path, tmp_path:
     ).stdout.splitlines()
     assert installed[0] == "0.0.0"
     assert json.loads(installed[1]) == {
-        "url": (tmp_path / "remote.git").as_uri(),
+        "url": REMOTE,
         "vcs_info": {"commit_id": commit, "requested_revision": commit, "vcs": "git"},
     }
 
@@ -208,14 +223,54 @@ def test_an_unpushed_commit_is_refused(checkout: Path, tmp_path: Path) -> None:
 
 def test_the_remote_that_has_the_commit_is_chosen(checkout: Path, tmp_path: Path) -> None:
     """`origin` comes first, but only a remote that has the commit will do."""
-    mirror = tmp_path / "mirror.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(mirror))
-    git(checkout, "remote", "add", "mirror", str(mirror))
+    mirror = "https://mirror.example.invalid/handbook.git"
     (checkout / "handbook" / "__init__.py").write_text('"""On the mirror only."""\n')
     commit_all(checkout, "Mirror only")
-    git(checkout, "push", "-q", "mirror", "main")
+    served(checkout, tmp_path / "mirror.git", "mirror", mirror)
     commit = git(checkout, "rev-parse", "HEAD")
-    assert install.default_spec() == f"git+{mirror.as_uri()}@{commit}"
+    assert install.default_spec() == f"git+{mirror}@{commit}"
+
+
+@pytest.mark.parametrize("remote", ["folder", "file URL"])
+def test_a_remote_on_this_machine_is_refused(checkout: Path, tmp_path: Path, remote: str) -> None:
+    """A checkout whose remote is a folder here: no runner has it, so the workflow would
+    fail on its first push."""
+    bare = tmp_path / "local.git"
+    git(tmp_path, "clone", "-q", "--bare", str(checkout), str(bare))
+    git(checkout, "remote", "set-url", "origin", str(bare) if remote == "folder" else bare.as_uri())
+    git(checkout, "fetch", "-q", "origin")
+    commit = git(checkout, "rev-parse", "HEAD")
+    run = init(tmp_path / "lib", install_from=None)
+    assert run.exit_code == 2
+    assert run.stderr.endswith(
+        f"Error: the workflow would install Handbook from 'git+{bare.as_uri()}@{commit}', a "
+        f"path on this machine that no CI runner has; {ASK}\n"
+    )
+    assert not (tmp_path / "lib").exists()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ".",
+        "..",
+        "../handbook",
+        "/opt/handbook",
+        "~/src/handbook",
+        "file:///opt/h",
+        "git+file:///opt/handbook.git@v1",
+        "./handbook-src",
+        "wheels/../../h.whl",
+    ],
+)
+def test_a_local_install_from_is_refused(tmp_path: Path, spec: str) -> None:
+    run = init(tmp_path / "lib", install_from=spec)
+    assert run.exit_code == 2
+    assert run.stderr.endswith(
+        f"Error: the workflow would install Handbook from {spec!r}, a path on this machine "
+        f"that no CI runner has; {ASK}\n"
+    )
+    assert not (tmp_path / "lib").exists()
 
 
 @pytest.mark.parametrize("where", ["no checkout", "untracked in a checkout"])

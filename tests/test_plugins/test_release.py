@@ -172,7 +172,7 @@ REFUSALS: dict[str, tuple[Callable[[Path, pytest.MonkeyPatch], None], list[str],
     "malformed signing key": (
         lambda repo, mp: mp.setenv("HANDBOOK_SIGNING_KEY", "not a key"),
         ["--patch"],
-        "$HANDBOOK_SIGNING_KEY is not",
+        "$HANDBOOK_SIGNING_KEY holds neither a key's PEM text",
     ),
     "strict build fails": (
         _broken_doc,

@@ -208,16 +208,69 @@ def check(ctx: click.Context, config_path: str, fmt: str, strict: bool, explain:
     help="Readers refuse the bundle after this (a duration after the build, "
     "or a UTC time like 2027-01-31T00:00:00Z) [default: handbook.expires, else never].",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="List every finding (notices too, and warnings of a site that is not strict) "
+    "and say what each rule that spoke is for; without it they are counted.",
+)
 def build(
-    config_path: str, out: str | None, key_file: str | None, strict: bool, expires: str | None
+    config_path: str,
+    out: str | None,
+    key_file: str | None,
+    strict: bool,
+    expires: str | None,
+    explain: bool,
 ) -> None:
     """Check the library, then write, sign, verify and publish its bundle.
 
     Nothing is written when the check fails; a failed or interrupted build leaves the
-    previous bundle in place. Without a key the bundle is unsigned (a warning), unless
-    --strict is given or $CI is set: then the build refuses.
+    previous bundle in place. Errors and warnings are listed, notices counted (all of
+    them with --explain); a site with `strict: false` (an adopted site) has its warnings
+    counted too. Without a key the bundle is unsigned (a warning), unless --strict is
+    given, or $CI is set and the configuration's `signing` is `required` (the default
+    but for an adopted site): then the build refuses.
     """
-    config = load_config(config_path)
+    config = _with_expiry(load_config(config_path), expires)
+    out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
+    in_ci = bool(os.environ.get("CI")) and config.signing_required
+    key = _signing_key(config, key_file, strict or in_ci, Path(out))
+    started = time.perf_counter()
+    with progress_bar("Checking") as progress:
+        built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
+    _show(built.findings, explain, strict or config.strict_warnings)
+    bundle = built.bundle
+    signed = bundle.manifest.signed
+    size = sum(f.bytes for f in signed.files.values())
+    click.echo(
+        f"built {signed.library} {signed.version}: {signed.docs} docs, "
+        f"{len(signed.files) + 1} files, "
+        f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
+    )
+    click.echo(
+        f"signature: {bundle.signature_state}"
+        + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else "")
+    )
+    for audience, other in built.bundles.items():
+        assert config.audiences is not None
+        where = out if other is bundle else os.path.relpath(config.audiences.folder(audience))
+        click.echo(f"audience {audience}: {other.manifest.signed.docs} docs -> {where}")
+
+
+def _show(findings: Sequence[Finding], explain: bool, warnings: bool) -> None:
+    """Errors (and `warnings`) as lines, the rest counted; every finding with `explain`."""
+    listed = {Severity.ERROR, Severity.WARN, Severity.NOTICE}
+    if not explain:
+        listed = {Severity.ERROR, Severity.WARN} if warnings else {Severity.ERROR}
+    click.echo(render_text([f for f in findings if f.severity in listed]), nl=False)
+    if explain:
+        click.echo(explain_rules(findings), nl=False)
+    elif unlisted := _counted([f for f in findings if f.severity not in listed]):
+        click.echo(f"{unlisted} (--explain lists them)")
+
+
+def _with_expiry(config: Config, expires: str | None) -> Config:
+    """`config` with `--expires`, checked, in place of the configured expiry."""
     if expires is not None:
         if not EXPIRES.fullmatch(expires):
             raise click.BadParameter(
@@ -235,28 +288,7 @@ def build(
                 f"{expires} is in the past: readers would refuse the bundle", param_hint="--expires"
             )
         config = dataclasses.replace(config, expires=expires)
-    out = out or os.path.relpath(config.bundle_dir or DEFAULT_BUNDLE_DIR)
-    key = _signing_key(config, key_file, strict or bool(os.environ.get("CI")), Path(out))
-    started = time.perf_counter()
-    with progress_bar("Checking") as progress:
-        built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
-    click.echo(render_text(built.findings), nl=False)
-    bundle = built.bundle
-    signed = bundle.manifest.signed
-    size = sum(f.bytes for f in signed.files.values())
-    click.echo(
-        f"built {signed.library} {signed.version}: {signed.docs} docs, "
-        f"{len(signed.files) + 1} files, "
-        f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
-    )
-    click.echo(
-        f"signature: {bundle.signature_state}"
-        + (f" (key id {bundle.signed_by[0][:16]})" if bundle.signed_by else "")
-    )
-    for audience, other in built.bundles.items():
-        assert config.audiences is not None
-        where = out if other is bundle else os.path.relpath(config.audiences.folder(audience))
-        click.echo(f"audience {audience}: {other.manifest.signed.docs} docs -> {where}")
+    return config
 
 
 def _signing_key(
@@ -307,6 +339,15 @@ def keygen(out: str) -> None:
     with os.fdopen(fd, "wb") as fh:
         fh.write(pem)
     click.echo(str(public))
+
+
+def _counted(findings: Sequence[Finding]) -> str:
+    """`3 warnings, 120 notices`: how many of `findings` there are of each severity."""
+    return ", ".join(
+        _plural(n, severity.noun)
+        for severity in Severity
+        if (n := sum(1 for f in findings if f.severity is severity))
+    )
 
 
 def _plural(n: int, word: str) -> str:

@@ -111,8 +111,20 @@ def diff_command(old: str, new: str, as_json: bool, keys: tuple[str, ...]) -> No
     help="Make the existing site (mkdocs.yml, zensical.yml/.toml) or Agent Skills folder "
     "in FOLDER a library, as it stands: add the `handbook` entry, nothing else of it.",
 )
+@click.option(
+    "--workflow/--no-workflow",
+    default=None,
+    help="With --adopt: write Handbook's workflow into the repository root's "
+    ".github/workflows even beside a workflow that already builds the docs, or never "
+    "[default: only when no workflow builds the docs].",
+)
 def init_command(
-    folder: str, library: str | None, title: str | None, install_from: str | None, adopt: bool
+    folder: str,
+    library: str | None,
+    title: str | None,
+    install_from: str | None,
+    adopt: bool,
+    workflow: bool | None,
 ) -> None:
     """Start a new library in FOLDER: mkdocs.yml with the plugin, example docs, a
     .gitignore and a GitHub workflow that checks pushes and releases version tags.
@@ -120,13 +132,14 @@ def init_command(
 
     With --adopt, FOLDER already holds a site or skills: its configuration gains the
     `handbook` entry (or a handbook.yml beside it), missing frontmatter is derived at
-    every check, and the workflow is written if there is none."""
+    every check, the library is named for its site_name, and the workflow is written at
+    the repository's root unless a workflow there builds the docs already."""
     from ..tasks.scaffold import init
 
     if adopt:
         from ..tasks.adopt_site import adopt_site
 
-        adopted = adopt_site(Path(folder), library, install_from)
+        adopted = adopt_site(Path(folder), library, install_from, workflow)
         for path in adopted.changed:
             click.echo(f"added the handbook entry to {path}")
         for path in adopted.written:
@@ -139,6 +152,8 @@ def init_command(
         )
         return
 
+    if workflow is not None:
+        raise click.UsageError("--workflow and --no-workflow go with --adopt")
     started = init(Path(folder), library, title, install_from)
     for path in started.files:
         click.echo(f"wrote {path}")

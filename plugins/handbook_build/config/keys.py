@@ -1,7 +1,8 @@
 """The key a build signs with: where it comes from, and where it must never be.
 
-`--key FILE`, else ``$HANDBOOK_SIGNING_KEY`` (the key's contents, a CI secret), else the
-configured ``signing_key`` file. A key file inside ``docs_dir`` or ``site_dir`` is
+`--key FILE`, else ``$HANDBOOK_SIGNING_KEY`` (the key's contents, a CI secret, or the path
+of a key file: PEM text starts with ``-----BEGIN``), else the configured ``signing_key``
+file. A key file inside ``docs_dir`` or ``site_dir`` is
 refused: MkDocs copies every file of the docs folder into the site, and the site is
 published, so the key would be served to anyone. A key file that group or others may
 read draws a warning, as ssh gives one.
@@ -38,9 +39,11 @@ def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) 
     cannot be used: unreadable, malformed, or inside the folders that are published."""
     if key_file is not None:
         what, path = str(key_file), Path(key_file)
-    elif os.environ.get(SIGNING_KEY_ENV):
-        what = f"${SIGNING_KEY_ENV}"
-        return SigningKey(load_private_key(os.environ[SIGNING_KEY_ENV], what=what), what)
+    elif value := os.environ.get(SIGNING_KEY_ENV):
+        if is_pem(value):
+            what = f"${SIGNING_KEY_ENV}"
+            return SigningKey(load_private_key(value, what=what), what)
+        what, path = f"{value} (${SIGNING_KEY_ENV})", _env_path(value)
     elif config.signing_key is not None:
         what, path = f"{config.signing_key} (handbook.signing_key)", config.signing_key
     else:
@@ -59,6 +62,28 @@ def signing_key(config: Config, key_file: str | os.PathLike[str] | None = None) 
             f"make it private: chmod 600 {path}"
         )
     return SigningKey(load_private_key(data, what=what), what, warning)
+
+
+def is_pem(value: str) -> bool:
+    """Whether `value` is a key's PEM text rather than the path of a file holding one."""
+    return value.lstrip().startswith("-----BEGIN")
+
+
+def _env_path(value: str) -> Path:
+    """The key file that $HANDBOOK_SIGNING_KEY names (a path, not PEM text), or
+    KeyFormatError saying what the variable may hold. The value is shown only when it
+    looks like a path: anything else may be a secret pasted in the wrong form."""
+    name = value.strip()
+    path = Path(os.path.expanduser(name))
+    if "\n" not in name and path.is_file():
+        return path
+    pathlike = "\n" not in name and len(name) <= 300 and (os.sep in name or "." in name)
+    which = f"no file {name!r} exists" if pathlike else "it is not PEM text nor a file's path"
+    raise KeyFormatError(
+        f"${SIGNING_KEY_ENV} holds neither a key's PEM text (starting -----BEGIN) nor the "
+        f"path of a key file ({which}); set it to the contents of the file `handbook keygen` "
+        "wrote, or to that file's path"
+    )
 
 
 def _refuse_published(path: Path, what: str, config: Config) -> None:

@@ -498,6 +498,24 @@ def _check_pii(value: Any, key: str, errors: Problems) -> Allowed:
     return Allowed(tuple(allow))
 
 
+SIGNING = ("required", "optional")
+"""Whether a build that publishes for real (`--strict`, or `CI` set) may be unsigned."""
+
+
+def _check_signing(value: Any, key: str, errors: Problems) -> str | None:
+    if value not in SIGNING:
+        errors.add(key, f"{value!r} is not a signing policy; expected one of: {', '.join(SIGNING)}")
+        return None
+    return str(value)
+
+
+def _check_strict(value: Any, key: str, errors: Problems) -> bool | None:
+    if not isinstance(value, bool):
+        errors.add(key, "must be true or false")
+        return None
+    return value
+
+
 LAYOUTS = ("site", "skills")
 
 
@@ -654,9 +672,10 @@ OPTIONS: tuple[Option, ...] = (
             to sign the bundle with, relative to `mkdocs.yml`. Used only when no other key
             is given: a `--key KEYFILE` option comes first, then the
             `HANDBOOK_SIGNING_KEY` environment variable (the key file's contents, for CI
-            secrets), then this file. Keep the file out of version control. Without any
-            key the bundle is unsigned; `--strict` builds (`handbook build --strict`,
-            `mkdocs build --strict`) and builds with `CI` set refuse to be unsigned.
+            secrets, or its path), then this file. Keep the file out of version control.
+            Without any key the bundle is unsigned; `--strict` builds (`handbook build
+            --strict`, `mkdocs build --strict`) and builds with `CI` set refuse to be
+            unsigned, unless [`signing`](#signing) is `optional`.
         """),
     ),
     Option(
@@ -836,6 +855,43 @@ OPTIONS: tuple[Option, ...] = (
             and names ending in `.example`, `.test`, `.invalid` or `.localhost`) and
             numbers in the ranges set aside for fiction need no entry: they are
             examples already. Default: nothing allowed.
+        """),
+    ),
+    Option(
+        "signing",
+        str,
+        None,
+        _check_signing,
+        "Whether `--strict` builds and builds in CI refuse to be unsigned: `required` or `optional`.",
+        cleandoc("""
+            `required`: `mkdocs build --strict`, `handbook build --strict` and every
+            build with the `CI` environment variable set refuse to publish an unsigned
+            bundle (a plain local `mkdocs build` or `mkdocs serve` still builds unsigned,
+            with a note). `optional`: no build refuses for want of a key; an unsigned
+            build says so in one info line, and signs when a key is given
+            ([`signing_key`](#signing_key)). Default: `required`, and `optional` for an
+            adopted site ([`adopt`](#adopt)): adopting never makes the site's own builds
+            depend on a secret it does not have yet. `handbook init --adopt` writes
+            `signing: optional`; change it to `required` once the key is a CI secret.
+        """),
+    ),
+    Option(
+        "strict",
+        bool,
+        None,
+        _check_strict,
+        "Whether the site's `--strict` builds fail on Handbook's warnings.",
+        cleandoc("""
+            `true`: `mkdocs build --strict` fails on Handbook's warnings, as it fails on
+            MkDocs' own, and they are logged as warnings. `false`: Handbook's findings
+            about the content never fail `mkdocs build`, strict or not: warnings are
+            logged at info level (`mkdocs build -v` shows each, `handbook check` lists
+            them) with one line that counts them, and a build whose content has errors
+            (rules set to `error`) builds the site as before and publishes no bundle.
+            `handbook build --strict` and `handbook check --strict` ask for strictness by
+            name and keep it. Default: `true`, and `false` for an adopted site
+            ([`adopt`](#adopt)), whose pages were not written for Handbook.
+            `handbook init --adopt` writes `strict: false`.
         """),
     ),
     Option(

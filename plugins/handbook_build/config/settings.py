@@ -71,6 +71,10 @@ class Config:
     """Set for a library that declares reviewers (pedigree)."""
     audiences: AudienceSettings | None
     """Set for a library whose docs are not all for everyone."""
+    signing: str | None
+    """`required` or `optional`; None: as `signing_required` derives it."""
+    strict: bool | None
+    """Whether `mkdocs build --strict` fails on Handbook's warnings; None: derived."""
     docs_dir: Path
     config_path: Path
     site_dir: Path
@@ -113,6 +117,19 @@ class Config:
             outcome = {"error": Severity.ERROR, "omit": Severity.WARN, "flag": Severity.NOTICE}
             levels[rules.APPROVALS_MISSING.code] = outcome[self.reviews.unapproved]
         return {**levels, **self.rules}
+
+    @property
+    def signing_required(self) -> bool:
+        """Whether a build under `--strict` or in CI refuses to be unsigned: as
+        configured, else yes, but not for an adopted site (its builds worked without a
+        key before it was adopted)."""
+        return self.signing == "required" if self.signing is not None else self.adopt is None
+
+    @property
+    def strict_warnings(self) -> bool:
+        """Whether a site build under `--strict` fails on Handbook's warnings (and logs
+        them as warnings): as configured, else yes, but not for an adopted site."""
+        return self.strict if self.strict is not None else self.adopt is None
 
     @property
     def vocabularies(self) -> dict[str, tuple[str, ...]]:

@@ -113,6 +113,19 @@ def read(path: Path, shown: str, entry_optional: bool = False) -> Entry | Findin
     return entry
 
 
+def site_dir(folder: Path) -> Path | None:
+    """Where the site configured in `folder` is built: its `site_dir` (MkDocs' default
+    `site`) beside the configuration; None when `folder` has no site configuration that
+    reads. `handbook serve` serves the site from there."""
+    chosen = find(folder)
+    if not chosen.is_file():
+        return None
+    entry = read(chosen, str(chosen), entry_optional=True)
+    if isinstance(entry, Finding):
+        return None
+    return chosen.parent / str(entry.settings.get("site_dir", "site"))
+
+
 def _yaml(path: Path, shown: str, entry_optional: bool = False) -> Entry | Finding:
     invalid = rules.CONFIG_INVALID
     try:

@@ -161,11 +161,13 @@ def parse(
     return doc, fm.findings
 
 
-def written_body(source: Text) -> str | None:
-    """The body as the file has it, includes not expanded, split off as `parse` does;
-    None when the frontmatter cannot be read."""
+def written_body(source: Text, frontmatter_optional: bool = False) -> str | None:
+    """The body as the file has it, includes not expanded, split off as `parse` does
+    (`frontmatter_optional`: a page without frontmatter is all body, as adoption reads
+    it); None when the frontmatter cannot be read."""
     try:
-        return source.text[parse_frontmatter(source.path, source.text).body_offset :]
+        fm = parse_frontmatter(source.path, source.text, frontmatter_optional)
+        return source.text[fm.body_offset :]
     except FrontmatterError:
         return None
 

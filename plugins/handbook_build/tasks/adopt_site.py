@@ -10,16 +10,21 @@ Nothing of the site changes but its configuration, and that only by an insertion
   standalone `handbook.yml` naming it with `site:`;
 - a folder of Agent Skills gets a `handbook.yml` with `layout: skills`.
 
-The entry adopts the site: `adopt.kinds` maps each top-level folder of the docs to a kind
-named for it, everything else is a `page`, and `vocab.kind` lists them. A workflow that
-checks every push (without `--strict`: an adopted site's content is accepted as it
-stands) and builds, signs and releases the bundle on a version tag is written when the
-repository has none.
+The entry adopts the site: the library is named for `site_name`, `adopt.kinds` maps each
+top-level folder of the docs to a kind named for it, everything else is a `page`, and
+`vocab.kind` lists them. It says `signing: optional` and `strict: false`, with a comment
+on opting in: the site's own builds (`mkdocs build --strict`, builds in CI) give the
+result they gave before. A workflow that checks every push (without `--strict`: an
+adopted site's content is accepted as it stands) and builds, signs and releases the
+bundle on a version tag is written into `.github/workflows` at the repository's root
+(`repository`), running in the site's folder, unless the repository already builds its
+docs in a workflow (`--workflow` writes it beside that one; `--no-workflow` never).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +38,10 @@ from ..errors import ScaffoldError
 from ..findings import Finding
 from ..read.source import discover
 from ..safe_paths import refuse_links, replace_file, write_new
+from .repository import WORKFLOWS, Repository, repository_of
 from .scaffold import library_name, workflow
 
-WORKFLOW_PATH = ".github/workflows/handbook.yml"
+WORKFLOW_NAME = "handbook.yml"
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,14 @@ class Adopted:
 
 
 def adopt_site(
-    folder: Path, library: str | None = None, install_from: str | None = None
+    folder: Path,
+    library: str | None = None,
+    install_from: str | None = None,
+    workflow: bool | None = None,
 ) -> Adopted:
-    """Write the configuration that adopts the site (or skills folder) in `folder`."""
-    from .install import check_spec, default_spec
-
+    """Write the configuration that adopts the site (or skills folder) in `folder`, and
+    the workflow (`workflow`: True writes it beside the repository's own docs workflow,
+    False never, None only where the repository builds no docs in a workflow yet)."""
     chosen = site_config.find(folder)
     if not chosen.exists():
         raise ScaffoldError(
@@ -62,19 +71,20 @@ def adopt_site(
         )
     if not chosen.is_dir() and not isinstance(site_config.read(chosen, str(chosen)), Finding):
         raise ScaffoldError(f"{chosen}: already has a `handbook` entry; nothing to adopt")
-    name = library or library_name(folder)
-    if not NAME.fullmatch(name):
-        raise ScaffoldError(
-            f"{name!r} is not a library name "
-            "(lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
-        )
     skills = chosen.is_dir()
-    docs_dir = folder
+    docs_dir, site_name = folder, None
     if not skills:
         site = site_config.read(chosen, str(chosen), entry_optional=True)
         if isinstance(site, Finding):
             raise ScaffoldError(str(site))
         docs_dir = chosen.parent / str(site.settings.get("docs_dir", "docs"))
+        site_name = site.settings.get("site_name")
+    name = library or name_from_title(site_name) or library_name(folder)
+    if not NAME.fullmatch(name):
+        raise ScaffoldError(
+            f"{name!r} is not a library name "
+            "(lowercase letters, digits, `_`, `-`, dots between parts); pass --name"
+        )
     options = _options(name, docs_dir, skills)
 
     notes: list[str] = []
@@ -93,32 +103,74 @@ def adopt_site(
             notes.append(
                 f"{chosen.name} is left as it is: Handbook reads its settings through handbook.yml"
             )
-    if not (folder / WORKFLOW_PATH).exists():
-        spec = check_spec(install_from) if install_from is not None else default_spec()
-        plan[folder / WORKFLOW_PATH] = (None, workflow(spec, adopted=True))
-    else:
-        notes.append(f"{WORKFLOW_PATH} exists; left as it is")
+    repo = repository_of(folder)
+    notes += _plan_workflow(repo, plan, install_from, workflow)
+    return Adopted(*_carry_out((folder, repo.root), plan), notes)
 
-    return Adopted(*_carry_out(folder, plan), notes)
+
+def name_from_title(title: object) -> str | None:
+    """A library name from the site's `site_name`: `Material for MkDocs` →
+    `material-for-mkdocs`, `Über uns` → `uber-uns`; None when no letter or digit is left."""
+    if not isinstance(title, str):
+        return None
+    ascii_only = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9]+", "-", ascii_only.lower()).strip("-")
+    return name[:64].rstrip("-") or None
+
+
+def _plan_workflow(
+    repo: Repository,
+    plan: dict[Path, tuple[bytes | None, str]],
+    install_from: str | None,
+    wanted: bool | None,
+) -> list[str]:
+    """Add the workflow to `plan` where it fits the repository; the notes on what was
+    done instead. Its install requirement is checked only when it is written."""
+    from .install import check_spec, default_spec
+
+    target = repo.workflows / WORKFLOW_NAME
+    shown = (WORKFLOWS / WORKFLOW_NAME).as_posix() if repo.site == "." else str(target)
+    if wanted is False:
+        return ["no workflow written (--no-workflow)"]
+    if target.exists() or target.is_symlink():
+        return [f"{shown} exists; left as it is"]
+    others = [p.name for p in repo.docs_workflows()]
+    if others and wanted is None:
+        return [
+            f"the repository builds its docs in {', '.join(others)}: Handbook's workflow is not "
+            "written beside it (--workflow writes it); `handbook check --format github` in a "
+            "step of yours reports findings as annotations"
+        ]
+    spec = check_spec(install_from) if install_from is not None else default_spec()
+    plan[target] = (None, workflow(spec, adopted=True, folder=repo.site))
+    return [] if repo.site == "." else [f"the workflow runs in {repo.site}/ of {repo.root}"]
 
 
 def _carry_out(
-    folder: Path, plan: dict[Path, tuple[bytes | None, str]]
+    bases: tuple[Path, ...], plan: dict[Path, tuple[bytes | None, str]]
 ) -> tuple[list[Path], list[Path]]:
     """Write `plan` (path -> the bytes it had, None for a new file; its new text), every
-    path checked before anything is written; return the files created and changed."""
+    path checked before anything is written; return the files created and changed. Each
+    path is written under the first of `bases` (the site's folder, the repository's
+    root) that holds it."""
+    placed = {path: _base(path, bases) for path in plan}
     for path, (before, _) in plan.items():
-        refuse_links(path, folder, ScaffoldError)
+        refuse_links(path, placed[path], ScaffoldError)
         if before is None and path.exists():
             raise ScaffoldError(f"{path} already exists; init never overwrites it")
     written, changed = [], []
     for path, (before, text) in plan.items():
         if before is None:
-            written.append(write_new(folder, str(path.relative_to(folder)), text, ScaffoldError))
+            base = placed[path]
+            written.append(write_new(base, str(path.relative_to(base)), text, ScaffoldError))
         else:
             replace_file(path, before, text.encode("utf-8"), ScaffoldError)
             changed.append(path)
     return written, changed
+
+
+def _base(path: Path, bases: tuple[Path, ...]) -> Path:
+    return next(base for base in bases if base == path or base in path.parents)
 
 
 def _options(library: str, docs_dir: Path, skills: bool) -> dict[str, Any]:
@@ -140,6 +192,8 @@ def _options(library: str, docs_dir: Path, skills: bool) -> dict[str, Any]:
         "version": "0.1.0",
         "adopt": {"default_kind": "page", "kinds": kinds} if kinds else {"default_kind": "page"},
         "vocab": {"kind": vocab},
+        "signing": "optional",
+        "strict": False,
     }
 
 
@@ -158,9 +212,22 @@ _Dumper.add_representer(
 )
 
 
+OPT_IN = (
+    "# The site's own builds stay as they were: `signing: required` refuses unsigned builds\n"
+    "# under --strict and in CI (set the HANDBOOK_SIGNING_KEY secret first); `strict: true`\n"
+    "# makes `mkdocs build --strict` fail on Handbook's warnings about the pages.\n"
+)
+"""Written above `signing:`, so the user sees what to opt into and how."""
+
+
 def _dump(options: dict[str, Any], indent: int) -> str:
     text = yaml.dump(options, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
-    return "".join(" " * indent + line + "\n" for line in text.splitlines())
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("signing:"):
+            lines += OPT_IN.splitlines()
+        lines.append(line)
+    return "".join(" " * indent + line + "\n" for line in lines)
 
 
 def _insert_entry(path: Path, options: dict[str, Any]) -> str | None:

@@ -5,7 +5,9 @@ something a CI runner can fetch and that never changes under it: a git URL at a 
 or tag, a wheel URL, or a pinned version on an index the runner reaches. The user names
 it with `init --install-from`; without that, it is the commit this Handbook runs from,
 when its code lives in a git checkout and that commit is on one of the checkout's
-remotes. Otherwise `init` refuses rather than write a workflow that fails on first push.
+remotes. Otherwise `init` refuses rather than write a workflow that fails on first push;
+so it does for a local path (`.`, `/abs/path`, `git+file://…`, a checkout whose remote
+is a folder), which no runner has.
 
 The requirement is written into YAML and read by a shell step, so it is held to
 characters neither can misread, and credentials in a remote URL never reach it.
@@ -48,7 +50,28 @@ def check_spec(spec: str) -> str:
             f"--install-from {spec!r}: {bad!r} cannot go into the workflow's YAML and shell "
             f"step as it is; a requirement here has only {_SPEC_CHARACTERS}"
         )
+    if is_local(spec):
+        raise ScaffoldError(
+            f"the workflow would install Handbook from {spec!r}, a path on this machine that "
+            f"no CI runner has; {ASK}"
+        )
     return spec
+
+
+def is_local(spec: str) -> bool:
+    """Whether a pip requirement names something on this machine that a runner's checkout
+    does not hold: a `file:` URL (`git+` or not), an absolute or home path, or a folder
+    (`.`, `../handbook`). A relative path to an archive inside the repository
+    (`./wheels/handbook-0.1.0-py3-none-any.whl`) is checked out with it, so it passes."""
+    scheme, colon, _ = spec.partition(":")
+    if colon and scheme.lower() in ("file", "git+file", "hg+file", "svn+file", "bzr+file"):
+        return True
+    if "://" in spec:
+        return False
+    if spec.startswith(("/", "~")) or ".." in spec.split("/"):
+        return True
+    archive = spec.endswith((".whl", ".tar.gz", ".zip"))
+    return (spec.startswith(".") or "/" in spec) and not archive
 
 
 def default_spec() -> str:

@@ -180,13 +180,17 @@ __pycache__/
 """
 
 
-def workflow(install_from: str, adopted: bool = False) -> str:
+def workflow(install_from: str, adopted: bool = False, folder: str = ".") -> str:
     """The GitHub workflow. A new library is checked with `--strict` and released with
     `mkdocs build` (site and bundle), the site deployed to Pages; an adopted site's
     content is accepted as it stands (warnings annotate, errors fail), and its release
-    builds the bundle alone: the site keeps whatever publishes it today."""
+    builds the bundle alone: the site keeps whatever publishes it today, and the release
+    refuses to go without the signing secret. `folder` is the site's folder in the
+    repository: every step runs there."""
     parts = _ADOPTED if adopted else _NEW
     text = WORKFLOW.replace("{install_from}", json.dumps(install_from))
+    defaults = "" if folder == "." else _DEFAULTS.format(folder=json.dumps(folder))
+    text = text.replace("{defaults}", defaults)
     for marker, value in parts.items():
         text = text.replace("{" + marker + "}", value)
     return text
@@ -209,7 +213,7 @@ permissions:
 
 env:
   HANDBOOK: {install_from}
-
+{defaults}
 jobs:
   check:
     runs-on: ubuntu-latest
@@ -250,6 +254,13 @@ jobs:
           GH_TOKEN: ${{ github.token }}
 {pages_steps}"""
 
+_DEFAULTS = """
+defaults:
+  run:
+    working-directory: {folder}
+"""
+"""The site's folder, when it is not the repository's root."""
+
 _NEW = {
     "strictly": " strictly",
     "and_pages": " and deploys the site to GitHub Pages",
@@ -277,6 +288,8 @@ _ADOPTED = {
     "strict": "",
     "pages_permissions": "",
     "built": "signed bundle",
-    "build": "handbook build",
+    "build": 'test -n "$HANDBOOK_SIGNING_KEY" || '
+    '{ echo "::error::set the repository secret HANDBOOK_SIGNING_KEY (handbook keygen)"; exit 1; }\n'
+    "          handbook build",
     "pages_steps": "",
 }

@@ -25,7 +25,7 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -164,6 +164,29 @@ def publish(writer: BundleWriter, out: Path, key: Ed25519PrivateKey | None) -> B
     _prune(versions, keep=keep)
     bundle.path = final
     return bundle
+
+
+def published(folders: Iterable[Path]) -> dict[Path, Path | None]:
+    """Each of `folders` -> the version folder it points at now (None: no bundle there
+    yet), taken before a build so that `roll_back` can restore it."""
+    return {
+        folder: Path(os.path.realpath(folder)) if Path(folder).is_symlink() else None
+        for folder in folders
+    }
+
+
+def roll_back(previous: dict[Path, Path | None]) -> None:
+    """Point each folder back at the version `published` found there (every publish
+    keeps the version before it), or remove the link when there was none: undoes the
+    publishing of a build that failed after it. A folder whose old version is gone is
+    left as it is."""
+    for folder, version in previous.items():
+        out = Path(os.path.abspath(folder))
+        if version is None:
+            if out.is_symlink():
+                out.unlink()
+        elif version.is_dir():
+            _point(out, version)
 
 
 def _intact(final: Path, fresh: Path, keys: list[PublicKey], unsigned: bool) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,8 @@ from .inbox_options import inbox_options
 from .queries import Sources, bundle_options
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+DEFAULT_SITE = "build/site"
+"""Where `handbook init`'s site is built, and the site served when no configuration says."""
 
 
 @click.command()
@@ -43,9 +46,9 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
     "--site",
     "site_dir",
     type=click.Path(file_okay=False),
-    default="build/site",
-    show_default=True,
-    help="The built site to serve beside the API (skipped when missing).",
+    default=None,
+    help="The built site to serve beside the API (skipped when missing) [default: the "
+    "`site_dir` of the site configuration in the current folder, else build/site].",
 )
 @click.option(
     "--token",
@@ -133,7 +136,7 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 def serve(
     host: str,
     port: int,
-    site_dir: str,
+    site_dir: str | None,
     token: str | None,
     tokens_file: str | None,
     protect_site: bool,
@@ -198,12 +201,29 @@ def _reporting(libraries: dict[str, Library], report: str | None) -> dict[str, L
     return libraries
 
 
-def _site(site_dir: str) -> Path | None:
-    """The built site, or None (noted) when there is none to serve."""
-    if Path(site_dir).is_dir():
-        return Path(site_dir)
-    click.echo(f"note: no site at {site_dir}; serving the API and the bundle only", err=True)
+def _site(site_dir: str | None) -> Path | None:
+    """The built site, or None (noted) when there is none to serve. Without `--site`,
+    where the site configuration of the current folder builds it."""
+    where = Path(site_dir) if site_dir is not None else configured_site(Path("."))
+    if where.is_dir():
+        return where
+    click.echo(f"note: no site at {where}; serving the API and the bundle only", err=True)
     return None
+
+
+def configured_site(folder: Path) -> Path:
+    """The `site_dir` of the site configuration in `folder` (mkdocs.yml, zensical.toml,
+    handbook.yml), read by the build side when it is installed; else `build/site`, where
+    `handbook init` puts it. The runtime reads no YAML itself: it is imported by name,
+    as the build commands are."""
+    try:
+        site_config = importlib.import_module("handbook_build.config.site_config")
+    except ImportError:
+        return Path(DEFAULT_SITE)
+    found: Path | None = site_config.site_dir(folder)
+    if found is None:
+        return Path(DEFAULT_SITE)
+    return Path(os.path.relpath(found)) if not found.is_absolute() else found
 
 
 def _writable(served: Served, inbox: Inbox | None, principals: Principals | None) -> Served:
