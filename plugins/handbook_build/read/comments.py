@@ -61,6 +61,13 @@ class Comment(NamedTuple):
     """1-based column of its ``<!--``."""
     text: str
 
+    def at(self, offset: int) -> tuple[int, int]:
+        """The line and column of `offset` in the comment's text."""
+        before = self.text[:offset]
+        if "\n" not in before:
+            return self.line, self.col + offset
+        return self.line + before.count("\n"), offset - before.rfind("\n")
+
 
 class Stripped(NamedTuple):
     text: str
