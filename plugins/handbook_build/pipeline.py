@@ -21,7 +21,7 @@ from .checks import audiences, skills
 from .checks.adopt import IdLedger, derive
 from .checks.defuse import defused
 from .checks.reviews import Reviewed, review
-from .checks.validate import check_doc, check_library, check_resources
+from .checks.validate import check_comments, check_doc, check_library, check_resources
 from .config import validators
 from .config.settings import Config
 from .errors import BuildError
@@ -203,6 +203,7 @@ def load(
         doc, derived = derive(written, config)
         derived += skills.check(written, config)
         findings += map(doc.located, derived + check_doc(doc, config, _validators(config)))
+        findings += check_comments(doc, config)
         if config.adopt is not None:  # the site keeps its HTML; agents never get its script
             doc = defused(doc)
     return doc, findings

@@ -345,6 +345,21 @@ PERSONAL_DATA = _rule(
     card="payment card number {shown} (it passes the Luhn check)" + _PERSONAL,
 )
 
+_ROTATE = (
+    ": everyone who reads the docs, the site, the bundle or the search index gets it; "
+    "remove it from the URL (write a placeholder such as `${{PASSWORD}}`) and rotate it, "
+    "since the repository's history keeps it"
+)
+CREDENTIALS_IN_URL = _rule(
+    "HB405",
+    "credentials-in-url",
+    ERROR,
+    "A URL carries a secret: a password (`https://user:password@host/…`) or an access token "
+    "as its user name.",
+    password="URL {shown} holds a password" + _ROTATE,
+    token="URL {shown} holds an access token as its user name" + _ROTATE,
+)
+
 # -- snippets ---------------------------------------------------------------------------------
 
 SNIPPET_INVALID = _rule(

@@ -76,7 +76,7 @@ def test_json_format_is_a_list_of_findings() -> None:
         "severity": "error",
     }
     assert {f["severity"] for f in findings} == {"error", "warn", "notice"}
-    assert run.stderr.strip() == "36 files checked (28 docs): 47 errors, 11 warnings, 1 notice"
+    assert run.stderr.strip() == "37 files checked (29 docs): 53 errors, 11 warnings, 1 notice"
 
 
 def test_github_format_uses_paths_from_the_working_directory(

@@ -36,12 +36,20 @@ from ..config.options import Adoption
 from ..config.settings import Config
 from ..findings import Finding
 from ..read.parse import Doc
-from ..read.plain_text import plain_text
+from ..read.plain_text import inline_text
 
 FOLDER_PAGES = ("index", "readme", "skill")
 SKILL = "SKILL.md"
 _NOT_ID = re.compile(r"[^a-z0-9_-]+")
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
+_NOT_PROSE = re.compile(
+    r"(?:!!!|\?\?\?\+?|///|===\+?|:::|\[\^[^\]\s]+\]:|\*\[[^\]]+\]:|\{%|\[%|\{\{)"
+)
+"""How the paragraphs start that are not prose to a reader: admonitions (``!!! note``,
+``??? tip``), pymdownx blocks (``/// warning``), content tabs (``=== "Tab"``),
+directives (``::: module``), a footnote's text (``[^1]: …``), an abbreviation's
+(``*[FAQ]: …``) and template tags. CommonMark
+reads them as paragraphs; the site shows them otherwise, or not at all."""
 _blocks = MarkdownIt("commonmark").disable("inline")
 
 
@@ -191,15 +199,25 @@ def _summary(
 
 
 def _paragraphs(doc: Doc) -> Iterator[tuple[int, str]]:
-    """The body's paragraphs as plain text, with their file lines; ones that say nothing
-    (badges, images, a lone link) skipped."""
-    tokens = _blocks.parse(doc.body)
+    """The body's paragraphs as the plain text a reader sees (`inline_text`: references
+    resolved, no markup), with their file lines; ones that say nothing (badges, images, a
+    lone link) and ones that are not prose (an admonition, what a pymdownx block holds, a
+    footnote's text, a template tag) skipped."""
+    env: dict[str, Any] = {}
+    tokens = _blocks.parse(doc.body, env)  # the block parse collects the doc's references
+    depth = 0  # how many pymdownx blocks (`/// note` … `///`) the paragraph is in
     for n, token in enumerate(tokens):
         if token.type == "paragraph_open" and token.map is not None and n + 1 < len(tokens):
-            text = " ".join(plain_text(tokens[n + 1].content).split())
-            text = re.sub(r"!?\]\s*", " ", text).strip()
+            content, inside = tokens[n + 1].content, depth > 0
+            for line in content.split("\n"):
+                fence = line.strip()
+                if fence.startswith("///"):
+                    depth = max(depth + (1 if fence.strip("/") else -1), 0)
+            if inside or _NOT_PROSE.match(content):
+                continue
+            text = inline_text(content, env)
             if len(re.findall(r"\w+", text)) >= 3:
-                yield doc.body_line + token.map[0], " ".join(text.split())
+                yield doc.body_line + token.map[0], text
 
 
 def first_sentence(text: str) -> str:

@@ -8,7 +8,9 @@ check, not by a loose pattern, so that version numbers, dates, IP addresses, reg
 tables, hex dumps and UUIDs stay quiet:
 
 - an e-mail address is `local@domain` with a top-level domain of letters; `user@host:path`
-  (scp, git) is not mail, and `name@2x.png` is a file;
+  (scp, git), `git@host` (git's SSH account) and the user of a URL
+  (`git+ssh://git@github.com/…`; a password there is HB405's) are not mail, and
+  `name@2x.png` is a file;
 - an IBAN has its country's length (the IBAN registry) and a valid mod-97 checksum;
 - a payment card number has 13 to 19 digits (in one group, or in groups of four, or
   4-6-5 and 4-6-4, split by spaces or dashes), a card network's prefix, and passes Luhn;
@@ -90,6 +92,9 @@ _EMAIL = re.compile(
     r"@(?P<domain>(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?P<tld>[A-Za-z]{2,24}))"
     r"(?![\w-]|\.[A-Za-z0-9]|:\S)"
 )
+_URL_USER = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://(?:[^\s/?#@:]*:)?\Z")
+"""What comes before the user of a URL (`ssh://`, `https://user:`): `git@host` there is
+the URL's user at its host, not a mailbox."""
 _IBAN_START = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}")
 _DIGIT_RUN = re.compile(r"(?<![\w.+/-])\d+(?:[ -]\d+)*")
 _NOT_AFTER = r"(?<![\w+/.:-])(?<!\d )(?<!\d  )(?<![0-9][a-fA-F] )"
@@ -137,7 +142,7 @@ def check(doc: Doc, allowed: Allowed = NOTHING_ALLOWED) -> list[Finding]:
         items = field.items if field is not None else ()
         for i, item in enumerate(value if isinstance(value, list) else [value]):
             mark = items[i] if i < len(items) else doc.value_at(name)
-            out += _findings(doc.path, _strings(item), mark, allowed)
+            out += _findings(doc.path, strings(item), mark, allowed)
     if any(c in doc.body for c in "@+0123456789"):
         lines = doc.body.split("\n")
         for number, line in enumerate(lines):
@@ -145,6 +150,15 @@ def check(doc: Doc, allowed: Allowed = NOTHING_ALLOWED) -> list[Finding]:
                 if found.key not in allowed:
                     out.append(_finding(doc.path, doc.body_line + number, found.start + 1, found))
     return out
+
+
+def check_comments(doc: Doc, allowed: Allowed = NOTHING_ALLOWED) -> Iterator[Finding]:
+    """HB404 findings of the HTML comments taken out of the body: agents never get them,
+    but the site's pages and the repository still hold them (at their file lines)."""
+    for comment in doc.comments:
+        for found in scan(comment.text):
+            if found.key not in allowed:
+                yield _finding(doc.path, *comment.at(found.start), found)
 
 
 def _findings(path: str, texts: Sequence[str], at: Mark, allowed: Allowed) -> Iterator[Finding]:
@@ -158,14 +172,14 @@ def _finding(path: str, line: int, col: int, found: Found) -> Finding:
     return rules.PERSONAL_DATA.at(path, line, col, variant=found.variant, shown=found.shown)
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any) -> list[str]:
     """Every string in a frontmatter value, however nested."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
+        return [s for item in value for s in strings(item)]
     if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
+        return [s for item in value.values() for s in strings(item)]
     return []
 
 
@@ -187,6 +201,8 @@ def _emails(text: str) -> Iterator[Found]:
         domain, tld = match["domain"].lower(), match["tld"].lower()
         if tld in FILE_SUFFIXES or tld in EXAMPLE_TLDS:
             continue
+        if match[0].lower().startswith("git@") or _URL_USER.search(text, 0, match.start()):
+            continue  # git's SSH account, or a URL's user (a password there is HB405's)
         if any(domain == d or domain.endswith("." + d) for d in EXAMPLE_DOMAINS):
             continue
         value = match[0]

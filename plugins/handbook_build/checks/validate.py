@@ -12,13 +12,22 @@ from ..config.settings import Config
 from ..config.validators import Validator
 from ..findings import Finding
 from ..read.parse import Doc
-from . import field_names, personal_data, reviews, schema, skills, snippets, unsafe_html
+from . import (
+    credentials,
+    field_names,
+    personal_data,
+    reviews,
+    schema,
+    skills,
+    snippets,
+    unsafe_html,
+)
 
 
 def check_doc(doc: Doc, config: Config, validators: Mapping[str, Validator]) -> list[Finding]:
     """The rules that need only this doc: fields, their names, its pedigree fields,
-    snippets, script in the body and personal data (neither looked for when the library
-    switched its rule off: they read every paragraph)."""
+    snippets, script in the body, personal data and secrets in URLs (none looked for when
+    the library switched its rule off: they read every paragraph)."""
     findings = (
         schema.check(doc, config)
         + list(
@@ -31,6 +40,20 @@ def check_doc(doc: Doc, config: Config, validators: Mapping[str, Validator]) -> 
         findings += unsafe_html.check(doc)
     if config.levels.get(rules.PERSONAL_DATA.code) != "off":
         findings += personal_data.check(doc, config.pii)
+    if config.levels.get(rules.CREDENTIALS_IN_URL.code) != "off":
+        findings += credentials.check(doc)
+    return findings
+
+
+def check_comments(doc: Doc, config: Config) -> list[Finding]:
+    """The rules about what the HTML comments taken out of the body say (personal data,
+    secrets): the site's pages and the repository keep them. Their findings are at the
+    file lines the comments are written at already (`Doc.located` is not for them)."""
+    findings: list[Finding] = []
+    if config.levels.get(rules.PERSONAL_DATA.code) != "off":
+        findings += personal_data.check_comments(doc, config.pii)
+    if config.levels.get(rules.CREDENTIALS_IN_URL.code) != "off":
+        findings += credentials.check_comments(doc)
     return findings
 
 

@@ -85,3 +85,18 @@ def trace(out: list[str], written: int, produced: Mapping[int, int]) -> tuple[Ru
             pending.append(i)
     flush(written)
     return () if runs == [Run(0, 0, False)] and len(out) == written else tuple(runs)
+
+
+def after_removal(runs: Sequence[Run], lines: Sequence[int]) -> tuple[Run, ...]:
+    """Where the lines of a text are written, when its line `i` is line `lines[i]` of a
+    text that `runs` map (the expanded body, before lines were taken out of it)."""
+    out: list[Run] = []
+    for i, line in enumerate(lines):
+        source, included = source_line(runs, line)
+        prev = out[-1] if out else None
+        if prev is not None and prev.included == included:
+            next_source = prev.source if included else prev.source + i - prev.start
+            if next_source == source:
+                continue
+        out.append(Run(i, source, included))
+    return tuple(out)

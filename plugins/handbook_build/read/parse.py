@@ -7,10 +7,11 @@ its line. Anchors are made the way MkDocs' toc makes them (Python-Markdown's own
 the site's `#anchor` links always agree.
 
 Given an `Expander`, the body is the markdown after the site's include extensions ran
-(`includes`), and its plugins and render-time text (`site_text`); everything here
-(headings, sections, offsets, fences and their lines) is about that text, counted as if
-it stood in the file from the body's first line on; `Doc.located` moves a finding about
-it to where its line is written.
+(`includes`), and its plugins and render-time text (`site_text`); its HTML comments
+are taken out (`comments`): the body is the text agents get. Everything here
+(headings, sections, offsets, fences and their lines) is about that text, counted as
+if it stood in the file from the body's first line on; `Doc.located` moves a finding
+about it to where its line is written.
 
 Only block parsing runs over the whole body; inline parsing runs on heading text alone.
 That keeps parsing linear and cheap on the 10,000-page corpus. The parts of a doc are
@@ -30,10 +31,11 @@ from markdown_it.token import Token
 
 from ..errors import FrontmatterError
 from ..findings import Finding
+from .comments import Comment, strip_comments
 from .frontmatter import BoolWord, Field, Mark
 from .frontmatter import parse as parse_frontmatter
 from .includes import Expansion
-from .origins import Run, source_line
+from .origins import Run, after_removal, source_line
 from .source import Text
 
 SECTION_LEVELS = (2,)
@@ -99,6 +101,8 @@ class Doc:
     """The YAML 1.1 words in the frontmatter that were read as booleans."""
     origin: tuple[Run, ...] = ()
     """Where the lines of the expanded body are written; () when includes changed nothing."""
+    comments: tuple[Comment, ...] = ()
+    """The HTML comments taken out of the body (agents get none), at their file lines."""
 
     @property
     def id(self) -> str:
@@ -144,6 +148,7 @@ def parse(
         expansion = expander.expand(source.path, body, fm.body_line)
         body, origin = expansion.body, expansion.runs
         fm.findings.extend(expansion.findings)
+    body, origin, comments = _without_comments(body, origin, fm.body_line)
     headings, fences = _structure(body, fm.body_line)
     sections = _sections(headings, len(body))
     doc = Doc(
@@ -157,8 +162,24 @@ def parse(
         fences,
         tuple(fm.bool_words),
         origin,
+        comments,
     )
     return doc, fm.findings
+
+
+def _without_comments(
+    body: str, origin: tuple[Run, ...], body_line: int
+) -> tuple[str, tuple[Run, ...], tuple[Comment, ...]]:
+    """The body agents get (`comments`), the map of where its lines are written, and the
+    comments taken out, each at the file line and column it is written at."""
+    stripped = strip_comments(body)
+    if stripped is None:
+        return body, origin, ()
+    found = []
+    for comment in stripped.comments:
+        line, included = source_line(origin, comment.line)
+        found.append(comment._replace(line=body_line + line, col=1 if included else comment.col))
+    return stripped.text, after_removal(origin, stripped.lines), tuple(found)
 
 
 def written_body(source: Text, frontmatter_optional: bool = False) -> str | None:
