@@ -1,11 +1,13 @@
 """A markdown text's `##` sections in the catalog's terms (UTF-8 byte ranges), for a doc's
-body and for a markdown file attached to a folder doc alike.
+body and for a markdown file attached to a folder doc alike, and a doc's subsections
+(`###` and deeper).
 
 Readers slice the bytes they verified, so offsets count bytes, not characters. An
 attached file is bounded only by `limits.resource_bytes`, not by the body limits, so a
 file of nothing but headings could make a million sections: past
 `MAX_ATTACHED_SECTIONS`, the rest of the file stays in the last section (searchable and
-readable page by page, never split further).
+readable page by page, never split further). A doc's subsections are bounded the same
+way by `MAX_SUBSECTIONS`: a body of nothing but `###` lines stays a few thousand entries.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from collections.abc import Sequence
 from handbook.bundle.catalog import SectionEntry
 
 from ..read.frontmatter import body_offset
-from ..read.parse import Section, sections_of
+from ..read.parse import Doc, Section, sections_of, subsections
 
 MARKDOWN = "text/markdown"
 MAX_ATTACHED_SECTIONS = 1000
 """Far above what real references hold (the Agent Skills examples have at most 21)."""
+MAX_SUBSECTIONS = 1000
+"""Far above what real pages hold (mkdocs' release notes, the most in the real sites we
+tried, have 122 `###` headings)."""
 
 
 def section_entries(text: str, sections: Sequence[Section]) -> tuple[SectionEntry, ...]:
@@ -51,6 +56,16 @@ def attached_sections(text: str) -> tuple[SectionEntry, ...]:
         last = found[MAX_ATTACHED_SECTIONS - 1]
         found[MAX_ATTACHED_SECTIONS - 1 :] = [last._replace(end=len(text))]
     return section_entries(text, found)
+
+
+def doc_subsections(doc: Doc) -> tuple[Section, ...]:
+    """A doc's subsections, at most `MAX_SUBSECTIONS`: past it, the last one runs to the
+    end of the body, so the rest stays readable (by offset) and searchable."""
+    found = list(subsections(doc))
+    if len(found) > MAX_SUBSECTIONS:
+        last = found[MAX_SUBSECTIONS - 1]
+        found[MAX_SUBSECTIONS - 1 :] = [last._replace(end=len(doc.body))]
+    return tuple(found)
 
 
 def _byte_offsets(text: str, char_offsets: list[int]) -> dict[int, int]:

@@ -85,6 +85,14 @@ class SearchIndex:
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
         self.groups = [read_group(a, "", len(self.term_table), len(self.fields))]
+        self.subsections = "entry_sub_anchor" in a
+        """Whether entries name the subsection (``###`` or deeper) whose text they are."""
+        if self.subsections and not (
+            len(self.strings("entry_sub_title"))
+            == len(self.strings("entry_sub_anchor"))
+            == len(self.entry_doc)
+        ):
+            raise ValueError("the subsection arrays do not agree with the entries")
         self.attached = f"{RESOURCE}post_entry" in a
         """Whether attached markdown files have entries (numbered after the docs')."""
         if self.attached:

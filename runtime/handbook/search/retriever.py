@@ -25,8 +25,9 @@ from .query import Clause
 class Passage(NamedTuple):
     """Where a ranked entry lives: its doc (catalog position, id, title), the bundle file
     that holds its text (the doc's content, or a file attached to the doc, whose path in
-    the doc's folder is `resource`) and its section ("" title and anchor for the text
-    before the first section), as a UTF-8 byte range in that file."""
+    the doc's folder is `resource`) and its section, the deepest heading it lies under
+    (`##` or a subsection; "" title and anchor for the text before the first section),
+    as a UTF-8 byte range in that file."""
 
     doc: int
     doc_id: str
@@ -81,6 +82,11 @@ class LexicalRetriever:
         self._doc_title = index.strings("doc_title")
         self._title = index.strings("entry_title")
         self._anchor = index.strings("entry_anchor")
+        self._sub = (
+            (index.strings("entry_sub_title"), index.strings("entry_sub_anchor"))
+            if index.subsections
+            else None
+        )
         if index.attached:
             self._resource_title = index.strings(f"{RESOURCE}entry_title")
             self._resource_anchor = index.strings(f"{RESOURCE}entry_anchor")
@@ -103,12 +109,15 @@ class LexicalRetriever:
         doc = index.doc_of(entry)
         local = entry - len(index.entry_doc)
         if local < 0:
+            title, anchor = self._title[entry], self._anchor[entry]
+            if self._sub is not None and self._sub[1][entry]:  # a subsection's own text
+                title, anchor = self._sub[0][entry], self._sub[1][entry]
             return Passage(
                 doc,
                 self._doc_id[doc],
                 self._doc_title[doc],
-                self._title[entry],
-                self._anchor[entry],
+                title,
+                anchor,
                 index.entry_start[entry],
                 index.entry_end[entry],
                 content_path(index.content_sha(doc)),
