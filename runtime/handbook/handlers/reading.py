@@ -67,8 +67,8 @@ def read_section(doc: DocEntry, chosen: SectionEntry, wanted: str) -> dict[str, 
     """What a doc's answer says of the section read; when `wanted` was a title that other
     headings share, their anchors (`same_title`), to read one of those instead."""
     out: dict[str, Any] = {"title": chosen.title, "anchor": chosen.anchor, "level": chosen.level}
-    if wanted.strip().lower() != chosen.anchor.lower():
-        title = chosen.title.lower()
+    title = chosen.title.lower()
+    if wanted.strip().lower().lstrip("#").strip() == title:
         same = [s.anchor for s in doc.headed if s is not chosen and s.title.lower() == title]
         if same:
             out["same_title"] = same[:MAX_SAME_TITLE]
