@@ -274,7 +274,9 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
         data = contents.get(f"resources/{attached['sha256']}")
         if data is None:
             raise Refused(f"{what}: attached file {attached['path']!r} is not listed")
-        _check_sections(f"{what} file {attached['path']!r}", attached.get("sections", []), data)
+        where = f"{what} file {attached['path']!r}"
+        _check_sections(where, attached.get("sections", []), data)
+        _check_sections(where, attached.get("subsections", []), data, levels=range(3, 7))
 
 
 def _check_sections(

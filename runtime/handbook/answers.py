@@ -284,7 +284,10 @@ class ResourceAnswer(Answer, total=False):
     sections: list[SectionInfo]
     """An attached markdown file's `##` sections, to read one at a time."""
     sections_omitted: int
-    section: dict[str, str]
+    subsections: list[SubsectionInfo]
+    """Its `###` and deeper headings, to read one at a time too."""
+    subsections_omitted: int
+    section: dict[str, Any]
     content: str
     content_base64: str
     offset: int

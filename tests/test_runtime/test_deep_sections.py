@@ -241,6 +241,7 @@ def _without_sub_arrays(data: bytes) -> bytes:
     length = int.from_bytes(data[12:16], "little")
     header = json.loads(data[16 : 16 + length])
     header["arrays"] = {k: v for k, v in header["arrays"].items() if "entry_sub_" not in k}
+    # (the docs' `entry_sub_` arrays and the attached files' `resource_entry_sub_` ones)
     text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     text += b" " * (-(len(MAGIC) + 8 + len(text)) % 8)
     return data[:12] + len(text).to_bytes(4, "little") + text + data[16 + length :]
@@ -373,3 +374,59 @@ def test_a_subsection_of_a_real_page_is_read_by_title(tmp_path: Path) -> None:
     assert got["content"].startswith("### edit_uri_template\n")
     assert "### site_description" not in got["content"]
     assert lib.get(doc.id, section="edit_uri")["section"]["anchor"] == "edit_uri"
+
+
+# -- a markdown file attached to a folder doc ---------------------------------------------
+
+SKILL = """\
+---
+id: skill.kit
+title: Kit
+kind: skill
+summary: A kit with a reference.
+---
+# Kit
+
+## Use
+
+Read the reference.
+"""
+REFERENCE = """\
+# Reference
+
+## Exception codes
+
+Codes (zanzibar).
+
+### Illegal address
+
+Answer single registers (numbat).
+
+### Illegal address
+
+Twice the same title (wombat).
+"""
+
+
+def test_a_subsection_of_an_attached_file_is_read_and_found(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    files = {"kit/SKILL.md": SKILL, "kit/references/codes.md": REFERENCE}
+    config = make_library(files, vocab={"kind": ["skill"]})
+    build(load_config(config), tmp_path / "bundle", KEY)
+    lib = Library.open(tmp_path / "bundle", [PUBLIC])
+    path = "references/codes.md"
+    got = lib.resource("skill.kit", path, section="Illegal address")
+    assert (
+        got["found"] is True and "(numbat)" in got["content"] and "(wombat)" not in got["content"]
+    )
+    assert got["section"]["same_title"] == ["illegal-address_1"]
+    assert [s["within"] for s in got["subsections"]] == ["exception-codes"] * 2
+    hit = lib.search("wombat")["hits"][0]
+    assert (hit["resource"], hit["anchor"]) == (path, "illegal-address_1")
+    assert "(wombat)" in lib.resource("skill.kit", path, section=hit["anchor"])["content"]
+    whole = lib.resource("skill.kit", path, section="Exception codes")["content"]
+    assert "(numbat)" in whole and "(wombat)" in whole  # the section holds its subsections
+    older = LexicalRetriever(SearchIndex(_without_sub_arrays(lib.bundle.read("search.bin"))))
+    named = {older.passage(e).anchor for e in range(older.index.entries)}
+    assert "illegal-address_1" not in named and "exception-codes" in named

@@ -165,11 +165,12 @@ def written_body(source: Text) -> str | None:
         return None
 
 
-def sections_of(text: str) -> tuple[Section, ...]:
-    """The `##` sections of a markdown text that is not a doc (a file attached to one),
-    found exactly as a doc's are; lines counted from the text's first."""
+def sections_of(text: str, levels: tuple[int, ...] = SECTION_LEVELS) -> tuple[Section, ...]:
+    """The `##` sections (or the headings of other `levels`) of a markdown text that is
+    not a doc (a file attached to one), found exactly as a doc's are; lines counted from
+    the text's first."""
     headings, _ = _structure(text, 1)
-    return _sections(headings, len(text))
+    return _sections(headings, len(text), levels)
 
 
 def subsections(doc: Doc) -> tuple[Section, ...]:

@@ -51,6 +51,7 @@ from .search_file import search_file
 from .sections import (
     MARKDOWN,
     attached_sections,
+    attached_subsections,
     doc_subsections,
     markdown_text,
     section_entries,
@@ -194,6 +195,7 @@ def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes, 
         len(data),
         media_type,
         attached_sections(text) if text is not None else (),
+        attached_subsections(text) if text is not None else (),
     )
     return resource, data, text
 
@@ -345,14 +347,14 @@ def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
 def attached_entries(key: str, title: str, resource: Resource, text: str) -> Iterator[Entry]:
     """The entries of an attached markdown file, refs `<doc ref>/<path>#<anchor>` (an
     empty anchor for the text before its first section; no doc id holds a `/`): that
-    text (the file's path as title, the doc title as keyword), then each section (its
-    title; the doc title and the path as keywords; its text)."""
+    text (the file's path as title, the doc title as keyword), then each heading's text
+    as `passages` cuts it (its title; the doc title and the path as keywords; its text)."""
     data = text.encode("utf-8")
     words = _PATH_WORDS.sub(" ", resource.path)
-    first = resource.sections[0].start if resource.sections else len(data)
+    first, parts = passages(resource.sections, resource.subsections, len(data))
     overview = data[:first].decode("utf-8")
     yield Entry(f"{key}/{resource.path}#", (words, title, plain_text(overview)))
-    for section in resource.sections:
-        body = data[section.start : section.end].decode("utf-8").partition("\n")[2]
+    for start, end, section, _ in parts:
+        body = data[start:end].decode("utf-8").partition("\n")[2]
         ref = f"{key}/{resource.path}#{section.anchor}"
         yield Entry(ref, (section.title, f"{title} {words}", plain_text(body)))

@@ -28,7 +28,7 @@ def search_file(
         _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
     files = search_format.Passages()
     for f, (_, resource) in enumerate(markdown):
-        _passages(files, f, resource.sections, (), resource.bytes)
+        _passages(files, f, resource.sections, resource.subsections, resource.bytes)
     if len(docs.owner) + len(files.owner) != len(index.refs):
         raise RuntimeError("the index and the catalog disagree about the entries")
     arrays = index.search_arrays(split=len(docs.owner))

@@ -32,17 +32,23 @@ class SectionEntry(NamedTuple):
 class Resource(NamedTuple):
     """A file attached to a folder doc: its path relative to the doc's folder, and the
     content-addressed bundle file that holds its bytes. An attached markdown file lists
-    its `##` sections like a doc, as byte offsets into that file."""
+    its `##` sections and its subsections like a doc, as byte offsets into that file."""
 
     path: str
     sha256: str
     bytes: int
     media_type: str
     sections: tuple[SectionEntry, ...] = ()
+    subsections: tuple[SectionEntry, ...] = ()
 
     @property
     def file(self) -> str:
         return resource_path(self.sha256)
+
+    @property
+    def headed(self) -> tuple[SectionEntry, ...]:
+        """Every section a reader may ask for: the `##` ones first, then the deeper ones."""
+        return self.sections + self.subsections
 
 
 class DocEntry(NamedTuple):
@@ -95,13 +101,14 @@ class DocEntry(NamedTuple):
 
 
 def _resource_dict(resource: Resource) -> dict[str, Any]:
-    """An attached file's catalog entry; `sections` only when it has some, so the entries
-    of other files read as they always did."""
+    """An attached file's catalog entry; `sections` and `subsections` only when it has
+    some, so the entries of other files read as they always did."""
     out = resource._asdict()
-    if resource.sections:
-        out["sections"] = [s._asdict() for s in resource.sections]
-    else:
-        del out["sections"]
+    for key in ("sections", "subsections"):
+        if out[key]:
+            out[key] = [s._asdict() for s in out[key]]
+        else:
+            del out[key]
     return out
 
 
@@ -133,7 +140,7 @@ def _typed(doc: DocEntry) -> DocEntry:
             and type(r.sha256) is str
             and type(r.bytes) is int
             and type(r.media_type) is str
-            and all(map(_typed_section, r.sections))
+            and all(map(_typed_section, r.headed))
             for r in doc.resources
         )
     ):
@@ -251,6 +258,7 @@ def _sections(items: Any) -> tuple[SectionEntry, ...]:
 def _resource(item: Any) -> Resource:
     fields = _known(item, Resource._fields)
     fields["sections"] = _sections(fields.get("sections", ()))
+    fields["subsections"] = _sections(fields.get("subsections", ()))
     return Resource(**fields)
 
 

@@ -56,20 +56,23 @@ def get_doc(
         if chosen is None:
             miss: GetAnswer = {"found": False, "id": doc.id, "title": doc.title}
             return unknown_section(miss, f"doc {doc.id}", doc.headed, str(section))
-        answer["section"] = read_section(doc, chosen, str(section))
+        answer["section"] = read_section(doc.headed, chosen, str(section))
         begin, end = chosen.start, chosen.end
     text = content[begin:end].decode("utf-8")
     whole = section is None and start == 0 and doc.headed
     return bounded_text(answer, text, start, max_chars, overview(content, doc) if whole else None)
 
 
-def read_section(doc: DocEntry, chosen: SectionEntry, wanted: str) -> dict[str, Any]:
-    """What a doc's answer says of the section read; when `wanted` was a title that other
-    headings share, their anchors (`same_title`), to read one of those instead."""
+def read_section(
+    headed: Sequence[SectionEntry], chosen: SectionEntry, wanted: str
+) -> dict[str, Any]:
+    """What an answer says of the section read (of a doc's or an attached file's `headed`
+    sections); when `wanted` was a title that other headings share, their anchors
+    (`same_title`), to read one of those instead."""
     out: dict[str, Any] = {"title": chosen.title, "anchor": chosen.anchor, "level": chosen.level}
     title = chosen.title.lower()
     if wanted.strip().lower().lstrip("#").strip() == title:
-        same = [s.anchor for s in doc.headed if s is not chosen and s.title.lower() == title]
+        same = [s.anchor for s in headed if s is not chosen and s.title.lower() == title]
         if same:
             out["same_title"] = same[:MAX_SAME_TITLE]
     return out
@@ -102,7 +105,7 @@ def _described(snap: Snapshot, doc: DocEntry) -> GetAnswer:
         "sections": section_list(doc.sections),
     }
     if doc.subsections:
-        answer["subsections"] = subsection_list(doc)
+        answer["subsections"] = subsection_list(doc.sections, doc.subsections)
     if language := snap.lang_of(doc):
         answer["lang"] = language
     if (pedigree := snap.pedigree(doc)) is not None:
@@ -123,11 +126,13 @@ def section_list(sections: Sequence[SectionEntry]) -> list[SectionInfo]:
     return [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in sections]
 
 
-def subsection_list(doc: DocEntry) -> list[SubsectionInfo]:
-    """A doc's subsections in page order, each with the `##` section that holds it."""
+def subsection_list(
+    sections: Sequence[SectionEntry], subsections: Sequence[SectionEntry]
+) -> list[SubsectionInfo]:
+    """Subsections in page order, each with the `##` section that holds it."""
     out: list[SubsectionInfo] = []
-    for s in doc.subsections:
-        within = next((p.anchor for p in doc.sections if p.start < s.start < p.end), "")
+    for s in subsections:
+        within = next((p.anchor for p in sections if p.start < s.start < p.end), "")
         out.append(
             {
                 "title": s.title,
@@ -267,13 +272,15 @@ def get_resource(
     }
     if match.sections:
         out["sections"] = section_list(match.sections)
+    if match.subsections:
+        out["subsections"] = subsection_list(match.sections, match.subsections)
     data = snap.bundle.read(match.file)
     if section is not None:
-        chosen = find_section(match.sections, str(section))
+        chosen = find_section(match.headed, str(section))
         if chosen is None:
             missed: ResourceAnswer = {"found": False, "id": doc.id, "path": match.path}
-            return unknown_section(missed, match.path, match.sections, str(section))
-        out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+            return unknown_section(missed, match.path, match.headed, str(section))
+        out["section"] = read_section(match.headed, chosen, str(section))
         data = data[chosen.start : chosen.end]
     return _with_content(out, doc, match, data, start, section is not None, max_chars)
 
@@ -308,7 +315,7 @@ def _with_content(
     )
     hint = (
         "Read its text a part at a time: offset=0, then each next_offset"
-        + (", or one section by title or anchor." if match.sections else ".")
+        + (", or one section by title or anchor." if match.headed else ".")
         if "content" in out
         else "Read it through the Python API with a larger max_response_chars, "
         f"or from the bundle file {match.file}"

@@ -299,12 +299,12 @@ class Snapshot:
         if doc is None:
             return frozenset()
         names = [doc.title]  # what a section's entry holds besides its text
-        deeper: tuple[SectionEntry, ...] = ()  # an attached file has no subsections
         if resource:
             attached = next((r for r in doc.resources if r.path == resource), None)
             if attached is None:
                 return frozenset()
             content, sections = self.bundle.read(attached.file), attached.sections
+            deeper = attached.subsections
             names.append(attached.path)
         else:
             content, sections, deeper = self.read(doc), doc.sections, doc.subsections

@@ -62,6 +62,7 @@ postings of the docs' there), so every reader builds the same query vectors as l
 ``/_end``
 ``resource_entry_title``  section titles ("" for the text before the first section)
 ``resource_entry_anchor`` section anchors (string tables)
+``resource_entry_sub_*``  as ``entry_sub_title`` and ``entry_sub_anchor``, for these entries
 ``resource_doc``          per file, its doc's position in catalog.json
 ``resource_path``         per file, its path in the doc's folder (string table)
 ``resource_content``      per file, the 32-byte sha256 naming its bundle file
@@ -175,7 +176,8 @@ def write(
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
     only when there are attached files to search, and the ``entry_sub_`` ones only when
-    a doc has subsections, so other bundles read as before."""
+    a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
+    bundles read as before."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
@@ -195,6 +197,9 @@ def write(
         _group(arrays, RESOURCE, index.attached, attached.passages)
         _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
         _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
+        if any(attached.passages.sub_anchor):
+            _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
+            _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
         arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
         _strings_into(arrays, f"{RESOURCE}path", attached.path)
         arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))

@@ -261,6 +261,7 @@ RESOURCE = _result(
         "sha256": _STRING,
         "media_type": _STRING,
         "sections": _array(_SECTION),
+        "subsections": _array(_SUBSECTION),
         "content": _STRING,
         "content_base64": _STRING,
         "offset": _INT,
