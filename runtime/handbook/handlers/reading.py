@@ -10,6 +10,7 @@ revision is served: a doc that changed since is refused, never replaced by new b
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
@@ -129,10 +130,13 @@ def section_list(sections: Sequence[SectionEntry]) -> list[SectionInfo]:
 def subsection_list(
     sections: Sequence[SectionEntry], subsections: Sequence[SectionEntry]
 ) -> list[SubsectionInfo]:
-    """Subsections in page order, each with the `##` section that holds it."""
+    """Subsections in page order, each with the `##` section that holds it (sections are
+    in page order: the last one that starts before it, if it has not ended)."""
     out: list[SubsectionInfo] = []
+    starts = [p.start for p in sections]
     for s in subsections:
-        within = next((p.anchor for p in sections if p.start < s.start < p.end), "")
+        n = bisect.bisect_left(starts, s.start) - 1
+        within = sections[n].anchor if n >= 0 and s.start < sections[n].end else ""
         out.append(
             {
                 "title": s.title,
