@@ -21,9 +21,9 @@ from .listing import OFFSET_MESSAGE
 from .snapshot import MAX_AVAILABLE_IDS, Snapshot, close_matches, find_section
 
 RESERVE_CHARS = 400
+"""Kept free for content, offset, truncated, hint, next_offset and response_chars."""
 MAX_SAME_TITLE = 20
 """Other anchors listed for a title many headings share ("Example" in a long reference)."""
-"""Kept free for content, offset, truncated, hint, next_offset and response_chars."""
 A = TypeVar("A", GetAnswer, ResourceAnswer)
 
 
