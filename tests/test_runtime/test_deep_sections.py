@@ -430,3 +430,14 @@ def test_a_subsection_of_an_attached_file_is_read_and_found(
     older = LexicalRetriever(SearchIndex(_without_sub_arrays(lib.bundle.read("search.bin"))))
     named = {older.passage(e).anchor for e in range(older.index.entries)}
     assert "illegal-address_1" not in named and "exception-codes" in named
+
+
+def test_the_cli_lists_subsections_and_reads_one(bundle_path: Path) -> None:
+    key = ["--bundle", str(bundle_path), "--key", PUBLIC]
+    whole = run_cli("get", DOC, *key)
+    assert whole.exit_code == 0
+    assert "subsections: Color palette toggle, Toggle icon, Primary color" in whole.stdout
+    part = run_cli("get", DOC, "--section", "Toggle icon", *key)
+    assert part.exit_code == 0 and "okapi" in part.stdout and "zebra" not in part.stdout
+    miss = run_cli("get", DOC, "--section", "Toggle ikon", *key)
+    assert miss.exit_code != 0 and "suggestions: Toggle icon" in miss.stderr
