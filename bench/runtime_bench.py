@@ -13,7 +13,7 @@ figures are those of the current code. Then, on the same machine in the same run
   and final resident memory.
 
 The engines, all over the **same entries** (`emit.index_entries`: one per doc and one per
-`##` section) and the same query set:
+heading, `##` or deeper) and the same query set:
 
 * **handbook**: `Library.open(bundle, trusted_keys=[…])` (signature verified), `lib.search`.
 * **lunr.py** 0.8.0: `Index.load(json.load(index.json))`, `idx.search(q)`; on large

@@ -269,16 +269,22 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
     if doc["chars"] != chars:
         raise Refused(f"{what}: chars {doc['chars']} is not the content's length in characters")
     _check_sections(what, doc["sections"], data)
+    _check_sections(what, doc.get("subsections", []), data, levels=range(3, 7))
     for attached in doc.get("resources", []):
         data = contents.get(f"resources/{attached['sha256']}")
         if data is None:
             raise Refused(f"{what}: attached file {attached['path']!r} is not listed")
-        _check_sections(f"{what} file {attached['path']!r}", attached.get("sections", []), data)
+        where = f"{what} file {attached['path']!r}"
+        _check_sections(where, attached.get("sections", []), data)
+        _check_sections(where, attached.get("subsections", []), data, levels=range(3, 7))
 
 
-def _check_sections(what: str, sections: list[dict[str, Any]], data: bytes) -> None:
-    """`##` sections (of a doc's content, or of a markdown file attached to it): each a
-    UTF-8 byte range of `data` that starts at its heading."""
+def _check_sections(
+    what: str, sections: list[dict[str, Any]], data: bytes, levels: range = range(2, 3)
+) -> None:
+    """`##` sections (of a doc's content, or of a markdown file attached to it), or a doc's
+    `###` to `######` subsections (`levels`): each a UTF-8 byte range of `data` that
+    starts at its heading. A reader written before subsections never looks at them."""
     for section in sections:
         start, end, title = section["start"], section["end"], section["title"]
         if not 0 <= start <= end <= len(data):
@@ -289,8 +295,9 @@ def _check_sections(what: str, sections: list[dict[str, Any]], data: bytes) -> N
             raise Refused(
                 f"{what}: section {title!r} offsets are not UTF-8 character boundaries"
             ) from None
-        if section["level"] != 2:
-            raise Refused(f"{what}: section {title!r} is not a ## heading")
+        if section["level"] not in levels:
+            wanted = "a ## heading" if levels == range(2, 3) else "a ### to ###### heading"
+            raise Refused(f"{what}: section {title!r} is not {wanted}")
         line = text.split("\n", 1)[0]
         hashes = len(line) - len(line.lstrip("#"))
         rest = line[hashes:]
@@ -434,7 +441,8 @@ def test_multibyte_offsets_are_utf8_byte_offsets(multibyte: Built) -> None:
     assert [s["title"] for s in rocket["sections"]] == [
         "Countdown 🚀",
         "東京の工場",
-    ]  # "### Über-check" is inside the first
+    ]  # "### Über-check" is inside the first, and a subsection of its own
+    assert [(s["title"], s["level"]) for s in rocket["subsections"]] == [("Über-check", 3)]
     assert rocket["bytes"] > rocket["chars"]
 
 
@@ -639,6 +647,17 @@ def _wrong_level(catalog: dict[str, Any]) -> None:
     _first_section(catalog)["level"] = 3
 
 
+def _subsection_as_section(catalog: dict[str, Any]) -> None:
+    """A `##` level claimed for a subsection: the level list and the heading disagree."""
+    doc = next(d for d in catalog["docs"] if d.get("subsections"))
+    doc["subsections"][0]["level"] = 2
+
+
+def _subsection_past_end(catalog: dict[str, Any]) -> None:
+    doc = next(d for d in catalog["docs"] if d.get("subsections"))
+    doc["subsections"][-1]["end"] = doc["bytes"] + 1
+
+
 def _wrong_size(catalog: dict[str, Any]) -> None:
     catalog["docs"][0]["bytes"] += 1
 
@@ -660,6 +679,8 @@ CATALOG_EDITS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "section past the end": (_section_past_end, "outside the content"),
     "retitled section": (_retitle_section, "starts at heading"),
     "wrong level": (_wrong_level, "is not a ## heading"),
+    "subsection as section": (_subsection_as_section, "is not a ### to ###### heading"),
+    "subsection past the end": (_subsection_past_end, "outside the content"),
     "wrong size": (_wrong_size, "bytes"),
     "dropped doc": (_drop_doc, "docs, the manifest says"),
     "offset mid-character": (_mid_character, "not UTF-8 character boundaries"),

@@ -41,6 +41,17 @@ class SectionInfo(TypedDict):
     chars: int
 
 
+class SubsectionInfo(TypedDict):
+    """A `###` (or deeper) heading a doc's answer lists, readable by title or anchor."""
+
+    title: str
+    anchor: str
+    level: int
+    chars: int
+    within: str
+    """The anchor of the `##` section that holds it; "" before the first one."""
+
+
 class Pedigree(TypedDict, total=False):
     """Who vouched for a doc and how far to trust it now (`handbook.pedigree.derived`); in every
     answer that names a doc of a library with reviewers, and of any retired doc."""
@@ -108,7 +119,11 @@ class GetAnswer(Answer, total=False):
     fallback: bool
     sections: list[SectionInfo]
     sections_omitted: int
-    section: dict[str, str]
+    subsections: list[SubsectionInfo]
+    subsections_omitted: int
+    section: dict[str, Any]
+    """The section read: title, anchor, level, and `same_title` (the anchors of other
+    sections with that title) when the title was asked for and is not unique."""
     resources: list[ResourceInfo]
     content: str
     offset: int
@@ -269,7 +284,10 @@ class ResourceAnswer(Answer, total=False):
     sections: list[SectionInfo]
     """An attached markdown file's `##` sections, to read one at a time."""
     sections_omitted: int
-    section: dict[str, str]
+    subsections: list[SubsectionInfo]
+    """Its `###` and deeper headings, to read one at a time too."""
+    subsections_omitted: int
+    section: dict[str, Any]
     content: str
     content_base64: str
     offset: int

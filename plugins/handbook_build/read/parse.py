@@ -40,6 +40,9 @@ from .source import Text
 
 SECTION_LEVELS = (2,)
 """Sections are the `##` headings: what an agent fetches one at a time."""
+SUBSECTION_LEVELS = (3, 4, 5, 6)
+"""Subsections are the deeper headings: each readable on its own too, and a search
+passage of its own (the catalog keeps them apart from `sections`: docs/spec/bundle.md)."""
 _NEWLINE = re.compile("\n")
 
 _md = MarkdownIt("commonmark").disable("inline")
@@ -64,8 +67,8 @@ class Heading(NamedTuple):
 
 
 class Section(NamedTuple):
-    """A ``##`` heading and the body text it spans, up to the next heading of the same
-    or a higher level (its ``###`` subsections included)."""
+    """A heading (``##``, or deeper for a subsection) and the body text it spans, up to
+    the next heading of the same or a higher level (its own subsections included)."""
 
     title: str
     anchor: str
@@ -193,14 +196,22 @@ def written_body(source: Text, frontmatter_optional: bool = False) -> str | None
         return None
 
 
-def sections_of(text: str) -> tuple[Section, ...]:
-    """The `##` sections of a markdown text that is not a doc (a file attached to one),
-    found exactly as a doc's are; lines counted from the text's first."""
+def sections_of(text: str, levels: tuple[int, ...] = SECTION_LEVELS) -> tuple[Section, ...]:
+    """The `##` sections (or the headings of other `levels`) of a markdown text that is
+    not a doc (a file attached to one), found exactly as a doc's are; lines counted from
+    the text's first."""
     headings, _ = _structure(text, 1)
-    return _sections(headings, len(text))
+    return _sections(headings, len(text), levels)
 
 
-def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, ...]:
+def subsections(doc: Doc) -> tuple[Section, ...]:
+    """The `###` to `######` sections of a doc's body, in the order they are written."""
+    return _sections(doc.headings, len(doc.body), SUBSECTION_LEVELS)
+
+
+def _sections(
+    headings: tuple[Heading, ...], body_chars: int, levels: tuple[int, ...] = SECTION_LEVELS
+) -> tuple[Section, ...]:
     """Each section ends where the next heading of its level or higher begins."""
     sections = []
     open_: list[Heading] = []
@@ -209,7 +220,7 @@ def _sections(headings: tuple[Heading, ...], body_chars: int) -> tuple[Section, 
         end = h.offset if h else body_chars
         while open_ and open_[-1].level >= level:
             o = open_.pop()
-            if o.level in SECTION_LEVELS:
+            if o.level in levels:
                 sections.append(Section(o.title, o.anchor, o.level, o.offset, end, o.line))
         if h:
             open_.append(h)

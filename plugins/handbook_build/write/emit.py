@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from handbook.bundle import canonical, catalog_offsets
-from handbook.bundle.catalog import Catalog, DocEntry, LibraryInfo, Resource, SectionEntry
+from handbook.bundle.catalog import Catalog, DocEntry, LibraryInfo, Resource, passages
 from handbook.bundle.layout import (
     CATALOG,
     CATALOG_OFFSETS,
@@ -34,7 +34,6 @@ from handbook.bundle.layout import (
     content_path,
 )
 from handbook.pedigree.records import Record
-from handbook.search import file_format as search_format
 from handbook.tools.table import context_of, definitions
 
 from ..checks.audiences import used_fields, used_vocabularies
@@ -48,7 +47,15 @@ from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .seal import BundleWriter
-from .sections import MARKDOWN, attached_sections, markdown_text, section_entries
+from .search_file import search_file
+from .sections import (
+    MARKDOWN,
+    attached_sections,
+    attached_subsections,
+    doc_subsections,
+    markdown_text,
+    section_entries,
+)
 
 CORE_FIELDS = ("id", "title", "kind", "summary", "verified", "keywords", "aliases")
 INDEX_GZ_LEVEL = 1
@@ -146,53 +153,6 @@ def _write_lunr(config: Config, writer: BundleWriter, index: LunrIndex) -> None:
             index.write(gz)
 
 
-def search_file(
-    order: Sequence[int],
-    markdown: Sequence[tuple[int, Resource]],
-    catalog: Catalog,
-    index: LunrIndex,
-) -> Iterator[bytes | memoryview]:
-    """The runtime's search file: the index's terms and scores, plus what a hit needs to
-    be shown without parsing the catalog (ids, titles, paths, anchors, byte ranges).
-    `order` is the docs' catalog positions in index order; the entries of the attached
-    markdown files (`markdown`: catalog position, file) follow theirs, in their arrays."""
-    docs = search_format.Passages([], [], [], [])
-    for n in order:
-        entry = catalog.docs[n]
-        _passages(docs, n, entry.sections, entry.bytes)
-    files = search_format.Passages([], [], [], [])
-    for f, (_, resource) in enumerate(markdown):
-        _passages(files, f, resource.sections, resource.bytes)
-    if len(docs.owner) + len(files.owner) != len(index.refs):
-        raise RuntimeError("the index and the catalog disagree about the entries")
-    arrays = index.search_arrays(split=len(docs.owner))
-    return search_format.write(
-        arrays,
-        docs,
-        doc_id=[d.id for d in catalog.docs],
-        doc_title=[d.title for d in catalog.docs],
-        doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
-        attached=search_format.Attached(
-            files,
-            doc=[n for n, _ in markdown],
-            path=[r.path for _, r in markdown],
-            content=[bytes.fromhex(r.sha256) for _, r in markdown],
-        )
-        if markdown
-        else None,
-    )
-
-
-def _passages(
-    out: search_format.Passages, owner: int, sections: Sequence[SectionEntry], size: int
-) -> None:
-    """The entries of one text (a doc's content, an attached file): its overview (up to its
-    first section), then each section."""
-    out.add(owner, 0, sections[0].start if sections else size, "", "")
-    for section in sections:
-        out.add(owner, section.start, section.end, section.title, section.anchor)
-
-
 def revision(doc: Doc, resources: Sequence[Resource] = ()) -> str:
     """Changes whenever the doc's metadata, body or attached files do, and only then."""
     payload: dict[str, Any] = {"metadata": doc.meta, "body": doc.body}
@@ -235,6 +195,7 @@ def attached(config: Config, doc_path: str, rel: str) -> tuple[Resource, bytes, 
         len(data),
         media_type,
         attached_sections(text) if text is not None else (),
+        attached_subsections(text) if text is not None else (),
     )
     return resource, data, text
 
@@ -283,6 +244,7 @@ def _entry(
         source=doc.path,
         sections=section_entries(doc.body, doc.sections),
         resources=resources,
+        subsections=section_entries(doc.body, doc_subsections(doc)),
     )
 
 
@@ -367,33 +329,32 @@ def doc_key(doc_id: str, meta: Mapping[str, Any]) -> str:
 
 def index_entries(docs: Sequence[Doc]) -> Iterator[Entry]:
     """One entry per doc (title; keywords, aliases and id with their variants; summary
-    and overview) and one per `##` section (its title; the doc title as keyword; its
-    text, `###` subsections included)."""
+    and overview) and one per heading, `##` or deeper (its title; the doc title as
+    keyword; its text up to the next heading, as `passages` cuts it)."""
     for doc in docs:
         meta = doc.meta
         title = str(meta.get("title", ""))
         names = [*(meta.get("keywords") or []), *(meta.get("aliases") or []), doc.id]
-        sections = doc.sections
-        first = sections[0].start if sections else len(doc.body)
+        first, parts = passages(doc.sections, doc_subsections(doc), len(doc.body))
         overview = f"{meta.get('summary', '')}\n{doc.body[:first]}"
         key = doc_key(doc.id, meta)
         yield Entry(key, (title, " ".join(_variants(names)), plain_text(overview)))
-        for section in sections:
-            text = doc.body[section.start : section.end].partition("\n")[2]
+        for start, end, section, _ in parts:
+            text = doc.body[start:end].partition("\n")[2]
             yield Entry(f"{key}#{section.anchor}", (section.title, title, plain_text(text)))
 
 
 def attached_entries(key: str, title: str, resource: Resource, text: str) -> Iterator[Entry]:
     """The entries of an attached markdown file, refs `<doc ref>/<path>#<anchor>` (an
     empty anchor for the text before its first section; no doc id holds a `/`): that
-    text (the file's path as title, the doc title as keyword), then each section (its
-    title; the doc title and the path as keywords; its text)."""
+    text (the file's path as title, the doc title as keyword), then each heading's text
+    as `passages` cuts it (its title; the doc title and the path as keywords; its text)."""
     data = text.encode("utf-8")
     words = _PATH_WORDS.sub(" ", resource.path)
-    first = resource.sections[0].start if resource.sections else len(data)
+    first, parts = passages(resource.sections, resource.subsections, len(data))
     overview = data[:first].decode("utf-8")
     yield Entry(f"{key}/{resource.path}#", (words, title, plain_text(overview)))
-    for section in resource.sections:
-        body = data[section.start : section.end].decode("utf-8").partition("\n")[2]
+    for start, end, section, _ in parts:
+        body = data[start:end].decode("utf-8").partition("\n")[2]
         ref = f"{key}/{resource.path}#{section.anchor}"
         yield Entry(ref, (section.title, f"{title} {words}", plain_text(body)))

@@ -8,15 +8,19 @@ verified without re-counting characters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from ..errors import FormatError
 from .layout import CATALOG, content_sha, resource_path
 
 
 class SectionEntry(NamedTuple):
+    """A heading and the content it spans, up to the next heading of its level or higher
+    (byte offsets; `chars` counts characters). `DocEntry.sections` holds the `##` ones,
+    `DocEntry.subsections` the deeper ones."""
+
     title: str
     anchor: str
     level: int
@@ -28,17 +32,23 @@ class SectionEntry(NamedTuple):
 class Resource(NamedTuple):
     """A file attached to a folder doc: its path relative to the doc's folder, and the
     content-addressed bundle file that holds its bytes. An attached markdown file lists
-    its `##` sections like a doc, as byte offsets into that file."""
+    its `##` sections and its subsections like a doc, as byte offsets into that file."""
 
     path: str
     sha256: str
     bytes: int
     media_type: str
     sections: tuple[SectionEntry, ...] = ()
+    subsections: tuple[SectionEntry, ...] = ()
 
     @property
     def file(self) -> str:
         return resource_path(self.sha256)
+
+    @property
+    def headed(self) -> tuple[SectionEntry, ...]:
+        """Every section a reader may ask for: the `##` ones first, then the deeper ones."""
+        return self.sections + self.subsections
 
 
 class DocEntry(NamedTuple):
@@ -58,11 +68,19 @@ class DocEntry(NamedTuple):
     source: str
     sections: tuple[SectionEntry, ...] = ()
     resources: tuple[Resource, ...] = ()
+    subsections: tuple[SectionEntry, ...] = ()
+    """The `###` to `######` sections, in page order: a key of its own, added within
+    handbook/v1, so that `sections` stays the `##` list every earlier reader expects."""
 
     @property
     def sha256(self) -> str:
         """The content file is named by the sha256 of its bytes."""
         return content_sha(self.content)
+
+    @property
+    def headed(self) -> tuple[SectionEntry, ...]:
+        """Every section a reader may ask for: the `##` ones first, then the deeper ones."""
+        return self.sections + self.subsections
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _DOC_FIELDS}
@@ -75,17 +93,22 @@ class DocEntry(NamedTuple):
             out["resources"] = [_resource_dict(r) for r in self.resources]
         else:
             del out["resources"]
+        if self.subsections:
+            out["subsections"] = [s._asdict() for s in self.subsections]
+        else:
+            del out["subsections"]
         return out
 
 
 def _resource_dict(resource: Resource) -> dict[str, Any]:
-    """An attached file's catalog entry; `sections` only when it has some, so the entries
-    of other files read as they always did."""
+    """An attached file's catalog entry; `sections` and `subsections` only when it has
+    some, so the entries of other files read as they always did."""
     out = resource._asdict()
-    if resource.sections:
-        out["sections"] = [s._asdict() for s in resource.sections]
-    else:
-        del out["sections"]
+    for key in ("sections", "subsections"):
+        if out[key]:
+            out[key] = [s._asdict() for s in out[key]]
+        else:
+            del out[key]
     return out
 
 
@@ -111,13 +134,13 @@ def _typed(doc: DocEntry) -> DocEntry:
         and type(doc.chars) is int
         and type(doc.meta) is dict
         and all(type(word) is str for word in (*doc.keywords, *doc.aliases))
-        and all(map(_typed_section, doc.sections))
+        and all(map(_typed_section, doc.headed))
         and all(
             type(r.path) is str
             and type(r.sha256) is str
             and type(r.bytes) is int
             and type(r.media_type) is str
-            and all(map(_typed_section, r.sections))
+            and all(map(_typed_section, r.headed))
             for r in doc.resources
         )
     ):
@@ -222,6 +245,7 @@ def doc_from_dict(item: Any) -> DocEntry:
     entry = _known(item, _DOC_FIELDS)
     entry["keywords"], entry["aliases"] = tuple(entry["keywords"]), tuple(entry["aliases"])
     entry["sections"] = _sections(entry["sections"])
+    entry["subsections"] = _sections(entry.get("subsections", ()))
     if "resources" in entry:
         entry["resources"] = tuple(map(_resource, entry["resources"]))
     return _typed(DocEntry(**entry))
@@ -234,6 +258,7 @@ def _sections(items: Any) -> tuple[SectionEntry, ...]:
 def _resource(item: Any) -> Resource:
     fields = _known(item, Resource._fields)
     fields["sections"] = _sections(fields.get("sections", ()))
+    fields["subsections"] = _sections(fields.get("subsections", ()))
     return Resource(**fields)
 
 
@@ -242,3 +267,37 @@ def _known(value: Any, fields: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError(f"expected an object, not {type(value).__name__}")
     return {k: v for k, v in value.items() if k in fields}
+
+
+class _Span(Protocol):
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
+S = TypeVar("S", bound=_Span)
+
+
+def passages(
+    sections: Sequence[S], subsections: Sequence[S], size: int
+) -> tuple[int, list[tuple[int, int, S, S | None]]]:
+    """The search passages of a text of `size` (offsets in the sections' units): where the
+    text before its first heading ends, then, in page order, each heading's own text up to
+    the next heading of any level, as (start, end, its section, the `##` section it lies
+    in). A subsection's passage names its `##` section (None before the first one) and
+    never runs past it: a reader that knows only `sections` reads that section for it (or
+    the text before the first one), which holds the passage."""
+    heads = [(s.start, 0, s) for s in sections] + [(s.start, 1, s) for s in subsections]
+    heads.sort(key=lambda head: head[:2])
+    bounds = [start for start, _, _ in heads] + [size]
+    out: list[tuple[int, int, S, S | None]] = []
+    enclosing: S | None = None
+    for i, (start, deep, section) in enumerate(heads):
+        end = min(section.end, bounds[i + 1])
+        if not deep:
+            enclosing = section
+        elif enclosing is not None and start >= enclosing.end:
+            enclosing = None
+        out.append((start, min(end, enclosing.end) if enclosing else end, section, enclosing))
+    return bounds[0], out

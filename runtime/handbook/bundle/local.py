@@ -344,7 +344,7 @@ def check_doc(files: Mapping[str, FileEntry], doc: DocEntry) -> None:
         raise FormatError(
             f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
         )
-    if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.sections):
+    if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.headed):
         raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
     for resource in doc.resources:
         listed = files.get(resource.file)
@@ -357,7 +357,7 @@ def check_doc(files: Mapping[str, FileEntry], doc: DocEntry) -> None:
             raise FormatError(
                 f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
             )
-        if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.sections):
+        if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.headed):
             raise FormatError(
                 f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
                 "with a section outside the file"

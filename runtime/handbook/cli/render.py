@@ -101,6 +101,9 @@ def doc(answer: dict[str, Any]) -> None:
     if not section and len(answer.get("sections", [])) > 1:
         names = ", ".join(f"{s['title']} ({s['chars']:,})" for s in answer["sections"])
         out.print(f"sections: {names}", style="dim", highlight=False, markup=False)
+    if not section and answer.get("subsections"):
+        names = ", ".join(s["title"] for s in answer["subsections"])
+        out.print(f"subsections: {names}", style="dim", highlight=False, markup=False)
     _hint(out, answer)
 
 

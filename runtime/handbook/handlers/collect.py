@@ -375,11 +375,12 @@ def _query_matches(
 def _matched_sections(
     doc: DocEntry, content: bytes, anchors: Sequence[str], room: int
 ) -> tuple[bytes, list[str]]:
-    """The matched sections, in doc order, that fit in `room` bytes."""
+    """The matched sections and subsections, in doc order, that fit in `room` bytes; a
+    subsection inside a section already taken is not taken twice."""
     wanted = set(anchors)
-    parts, names, size = [], [], 0
-    for section in doc.sections:
-        if section.anchor not in wanted:
+    parts, names, size, taken = [], [], 0, -1
+    for section in sorted(doc.headed, key=lambda s: s.start):
+        if section.anchor not in wanted or section.start < taken:
             continue
         piece = content[section.start : section.end]
         if size + len(piece) > room:
@@ -387,4 +388,5 @@ def _matched_sections(
         parts.append(piece)
         names.append(section.title)
         size += len(piece)
+        taken = section.end
     return b"".join(parts), names

@@ -10,10 +10,11 @@ revision is served: a doc that changed since is refused, never replaced by new b
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ..answers import GetAnswer, ResourceAnswer, SectionInfo
+from ..answers import GetAnswer, ResourceAnswer, SectionInfo, SubsectionInfo
 from ..bounds import check_offset, clip, fit_text, json_len, refusal
 from ..bundle.catalog import DocEntry, Resource, SectionEntry
 from .listing import OFFSET_MESSAGE
@@ -21,6 +22,8 @@ from .snapshot import MAX_AVAILABLE_IDS, Snapshot, close_matches, find_section
 
 RESERVE_CHARS = 400
 """Kept free for content, offset, truncated, hint, next_offset and response_chars."""
+MAX_SAME_TITLE = 20
+"""Other anchors listed for a title many headings share ("Example" in a long reference)."""
 A = TypeVar("A", GetAnswer, ResourceAnswer)
 
 
@@ -50,15 +53,30 @@ def get_doc(
     answer.update(fallback)
     begin, end = 0, len(content)
     if section is not None:
-        chosen = find_section(doc.sections, str(section))
+        chosen = find_section(doc.headed, str(section))
         if chosen is None:
             miss: GetAnswer = {"found": False, "id": doc.id, "title": doc.title}
-            return unknown_section(miss, f"doc {doc.id}", doc.sections, str(section))
-        answer["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+            return unknown_section(miss, f"doc {doc.id}", doc.headed, str(section))
+        answer["section"] = read_section(doc.headed, chosen, str(section))
         begin, end = chosen.start, chosen.end
     text = content[begin:end].decode("utf-8")
-    whole = section is None and start == 0 and doc.sections
+    whole = section is None and start == 0 and doc.headed
     return bounded_text(answer, text, start, max_chars, overview(content, doc) if whole else None)
+
+
+def read_section(
+    headed: Sequence[SectionEntry], chosen: SectionEntry, wanted: str
+) -> dict[str, Any]:
+    """What an answer says of the section read (of a doc's or an attached file's `headed`
+    sections); when `wanted` was a title that other headings share, their anchors
+    (`same_title`), to read one of those instead."""
+    out: dict[str, Any] = {"title": chosen.title, "anchor": chosen.anchor, "level": chosen.level}
+    title = chosen.title.lower()
+    if wanted.strip().lower().lstrip("#").strip() == title:
+        same = [s.anchor for s in headed if s is not chosen and s.title.lower() == title]
+        if same:
+            out["same_title"] = same[:MAX_SAME_TITLE]
+    return out
 
 
 def _in_lang(snap: Snapshot, doc: DocEntry, lang: Any) -> tuple[DocEntry, GetAnswer]:
@@ -87,6 +105,8 @@ def _described(snap: Snapshot, doc: DocEntry) -> GetAnswer:
         "url": doc.url,
         "sections": section_list(doc.sections),
     }
+    if doc.subsections:
+        answer["subsections"] = subsection_list(doc.sections, doc.subsections)
     if language := snap.lang_of(doc):
         answer["lang"] = language
     if (pedigree := snap.pedigree(doc)) is not None:
@@ -107,6 +127,28 @@ def section_list(sections: Sequence[SectionEntry]) -> list[SectionInfo]:
     return [{"title": s.title, "anchor": s.anchor, "chars": s.chars} for s in sections]
 
 
+def subsection_list(
+    sections: Sequence[SectionEntry], subsections: Sequence[SectionEntry]
+) -> list[SubsectionInfo]:
+    """Subsections in page order, each with the `##` section that holds it (sections are
+    in page order: the last one that starts before it, if it has not ended)."""
+    out: list[SubsectionInfo] = []
+    starts = [p.start for p in sections]
+    for s in subsections:
+        n = bisect.bisect_left(starts, s.start) - 1
+        within = sections[n].anchor if n >= 0 and s.start < sections[n].end else ""
+        out.append(
+            {
+                "title": s.title,
+                "anchor": s.anchor,
+                "level": s.level,
+                "chars": s.chars,
+                "within": within,
+            }
+        )
+    return out
+
+
 def unavailable_revision(doc: DocEntry, revision: Any) -> GetAnswer:
     message = (
         f"doc {doc.id} is now at revision {doc.revision}, not {clip(str(revision), 80)}; "
@@ -123,15 +165,19 @@ def unavailable_revision(doc: DocEntry, revision: Any) -> GetAnswer:
 
 
 def unknown_section(miss: A, where: str, sections: Sequence[SectionEntry], wanted: str) -> A:
-    """`miss` (naming the doc or file `where`) saying that none of its `sections` is
-    `wanted`: the closest titles, and every section."""
-    key = wanted.strip().lower()
+    """`miss` (naming the doc or file `where`) saying that none of its `sections` (`##`
+    ones and subsections) is `wanted`: at most 5 of the closest titles and anchors, and
+    the `##` sections (the subsections are listed by a `get` of the doc)."""
+    key = wanted.strip().lower().lstrip("#").strip()
     containing: list[str] = [s.title for s in sections if key and key in s.title.lower()]
-    names: list[str] = [s.title for s in sections] + [s.anchor for s in sections]
-    close = list(dict.fromkeys([*containing, *close_matches(wanted, names, n=5, cutoff=0.4)]))
+    names: dict[str, str] = {}  # lowercased -> as written, a title before its anchor
+    for name in [s.title for s in sections] + [s.anchor for s in sections]:
+        names.setdefault(name.lower(), name)
+    near: list[str] = [names[n] for n in close_matches(key, list(names), n=5, cutoff=0.4)]
+    close = list(dict.fromkeys([*containing, *near]))
     miss["error"] = refusal("unknown_section", f"{where} has no section {clip(wanted)!r}")
     miss["suggestions"] = close[:5]
-    miss["sections"] = section_list(sections)
+    miss["sections"] = section_list([s for s in sections if s.level <= 2])
     return miss
 
 
@@ -139,11 +185,7 @@ def bounded_text(out: A, text: str, offset: int, max_chars: int, overview: str |
     """Put as much of `text` from `offset` into `out` as the bound allows, measured as
     JSON (escapes count), and say how to get the rest. When `overview` is given (a whole
     doc asked for) and the text does not fit, the overview comes instead."""
-    listed: list[SectionInfo] = out.get("sections", [])
-    sections = listed
-    while json_len(out) + RESERVE_CHARS > max_chars and sections:
-        sections = out["sections"] = sections[: len(sections) // 2]
-        out["sections_omitted"] = len(listed) - len(sections)
+    _shorten_lists(out, max_chars)
     budget = max(0, max_chars - json_len(out) - RESERVE_CHARS)
     rest = text[offset:]
     if overview is not None and json_len(rest) > budget:
@@ -167,11 +209,23 @@ def bounded_text(out: A, text: str, offset: int, max_chars: int, overview: str |
     return out
 
 
+def _shorten_lists(out: A, max_chars: int) -> None:
+    """Halve the lists of an answer until it leaves room for content: subsections first,
+    then sections, each saying how many it left out."""
+    lists = cast("dict[str, Any]", out)  # the same dict, by key name
+    for key in ("subsections", "sections"):
+        listed: list[Any] = lists.get(key, [])
+        kept = listed
+        while json_len(out) + RESERVE_CHARS > max_chars and kept:
+            kept = lists[key] = kept[: len(kept) // 2]
+            lists[f"{key}_omitted"] = len(listed) - len(kept)
+
+
 def overview(content: bytes, doc: DocEntry) -> str:
-    """The content before the first section."""
-    if not doc.sections:
+    """The content before the first section or subsection."""
+    if not doc.headed:
         return content.decode("utf-8")
-    return content[: doc.sections[0].start].decode("utf-8", "replace")
+    return content[: min(s.start for s in doc.headed)].decode("utf-8", "replace")
 
 
 def get_resource(
@@ -222,13 +276,15 @@ def get_resource(
     }
     if match.sections:
         out["sections"] = section_list(match.sections)
+    if match.subsections:
+        out["subsections"] = subsection_list(match.sections, match.subsections)
     data = snap.bundle.read(match.file)
     if section is not None:
-        chosen = find_section(match.sections, str(section))
+        chosen = find_section(match.headed, str(section))
         if chosen is None:
             missed: ResourceAnswer = {"found": False, "id": doc.id, "path": match.path}
-            return unknown_section(missed, match.path, match.sections, str(section))
-        out["section"] = {"title": chosen.title, "anchor": chosen.anchor}
+            return unknown_section(missed, match.path, match.headed, str(section))
+        out["section"] = read_section(match.headed, chosen, str(section))
         data = data[chosen.start : chosen.end]
     return _with_content(out, doc, match, data, start, section is not None, max_chars)
 
@@ -263,7 +319,7 @@ def _with_content(
     )
     hint = (
         "Read its text a part at a time: offset=0, then each next_offset"
-        + (", or one section by title or anchor." if match.sections else ".")
+        + (", or one section by title or anchor." if match.headed else ".")
         if "content" in out
         else "Read it through the Python API with a larger max_response_chars, "
         f"or from the bundle file {match.file}"

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
-from ..bundle.catalog import DocEntry, SectionEntry
+from ..bundle.catalog import DocEntry, SectionEntry, passages
 from ..bundle.layout import REVIEWS, SEARCH
 from ..bundle.local import Bundle
 from ..pedigree.derived import Ledger, ledger_of, retirement
@@ -291,9 +291,10 @@ class Snapshot:
     def passage_terms(
         self, doc_id: str, anchor: str | None, resource: str | None = None
     ) -> frozenset[str]:
-        """The stemmed words of one section (or of the text before the first section when
-        `anchor` is empty) of a doc, or of the markdown file attached to it at path
-        `resource`, as `ask` compares them with a question: what its entry indexes."""
+        """The stemmed words of one passage (a heading's text up to the next heading, or the
+        text before the first heading when `anchor` is empty) of a doc, or of the markdown
+        file attached to it at path `resource`, as `ask` compares them with a question:
+        what its entry indexes."""
         doc = self.doc(doc_id)
         if doc is None:
             return frozenset()
@@ -303,14 +304,18 @@ class Snapshot:
             if attached is None:
                 return frozenset()
             content, sections = self.bundle.read(attached.file), attached.sections
+            deeper = attached.subsections
             names.append(attached.path)
         else:
-            content, sections = self.read(doc), doc.sections
-        section = next((s for s in sections if s.anchor == anchor), None) if anchor else None
-        if section is not None:
-            text = content[section.start : section.end]
+            content, sections, deeper = self.read(doc), doc.sections, doc.subsections
+        first, parts = passages(sections, deeper, len(content))
+        part = (
+            next(((a, b) for a, b, s, _ in parts if s.anchor == anchor), None) if anchor else None
+        )
+        if part is not None:
+            text = content[part[0] : part[1]]
         else:  # the entry of the text before the first section
-            text = content[: sections[0].start] if sections else content
+            text = content[:first]
             if not resource:
                 names += [*doc.keywords, *doc.aliases, doc.summary]
         words = "\n".join([*names, text.decode("utf-8", "replace")])
@@ -354,10 +359,12 @@ def _scalar(value: Any) -> str:
 
 
 def find_section(sections: Sequence[SectionEntry], wanted: str) -> SectionEntry | None:
-    """Of a doc's (or an attached markdown file's) sections: by title or anchor, in any
-    case; "## Title" as written in markdown works too; else the one section whose title
-    or anchor starts with `wanted` (a rule code names its section without the rest of
-    the heading)."""
+    """Of a doc's (or an attached markdown file's) sections, `##` ones first, then its
+    subsections in page order: the first whose title or anchor is `wanted`, in any case
+    ("## Title" as written in markdown works too: a `##` section comes before a deeper
+    heading of the same title); else the one section whose title or anchor starts with
+    `wanted` (a rule code names its section without the rest of the heading), among the
+    `##` ones first, then among all."""
     key = wanted.strip().lower()
     for candidate in (key, key.lstrip("#").strip()):
         for section in sections:
@@ -369,7 +376,10 @@ def find_section(sections: Sequence[SectionEntry], wanted: str) -> SectionEntry 
         for s in sections
         if key and (s.title.lower().startswith(key) or s.anchor.lower().startswith(key))
     ]
-    return starting[0] if len(starting) == 1 else None
+    for group in ([s for s in starting if s.level <= 2], starting):
+        if len(group) == 1:
+            return group[0]
+    return None
 
 
 def close_matches(word: str, candidates: Sequence[str], n: int, cutoff: float) -> list[str]:

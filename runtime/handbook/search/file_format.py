@@ -22,6 +22,11 @@ The header names each array with its byte offset, item count and type (``I`` uin
 ``entry_start/_end``      the entry's UTF-8 byte range in its doc's content
 ``entry_title``           section titles ("" for a doc's own entry) (string table)
 ``entry_anchor``          section anchors ("" for a doc's own entry) (string table)
+``entry_sub_title``       the subsection (``###`` or deeper) whose text the entry is, ""
+``entry_sub_anchor``      when it is a ``##`` section's own or the doc's (string tables,
+                          present only when some doc has subsections; added within
+                          version 1: ``entry_title`` and ``entry_anchor`` still name the
+                          ``##`` section that holds the entry)
 ``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
 ``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
@@ -57,6 +62,7 @@ postings of the docs' there), so every reader builds the same query vectors as l
 ``/_end``
 ``resource_entry_title``  section titles ("" for the text before the first section)
 ``resource_entry_anchor`` section anchors (string tables)
+``resource_entry_sub_*``  as ``entry_sub_title`` and ``entry_sub_anchor``, for these entries
 ``resource_doc``          per file, its doc's position in catalog.json
 ``resource_path``         per file, its path in the doc's folder (string table)
 ``resource_content``      per file, the 32-byte sha256 naming its bundle file
@@ -98,19 +104,33 @@ def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
 @dataclass
 class Passages:
     """Per entry of one group, in index order: its owner (a doc's catalog position, or an
-    attached file's number), its UTF-8 byte range in the owner's text, and its section's
-    title and anchor ("" for the text before the first section)."""
+    attached file's number), its UTF-8 byte range in the owner's text, its ``##``
+    section's title and anchor ("" for the text before the first section), and the
+    subsection's whose text it is ("" for a ``##`` section's own text)."""
 
     owner: list[int] = field(default_factory=list)
     ranges: list[tuple[int, int]] = field(default_factory=list)
     title: list[str] = field(default_factory=list)
     anchor: list[str] = field(default_factory=list)
+    sub_title: list[str] = field(default_factory=list)
+    sub_anchor: list[str] = field(default_factory=list)
 
-    def add(self, owner: int, start: int, end: int, title: str, anchor: str) -> None:
+    def add(
+        self,
+        owner: int,
+        start: int,
+        end: int,
+        title: str,
+        anchor: str,
+        sub_title: str = "",
+        sub_anchor: str = "",
+    ) -> None:
         self.owner.append(owner)
         self.ranges.append((start, end))
         self.title.append(title)
         self.anchor.append(anchor)
+        self.sub_title.append(sub_title)
+        self.sub_anchor.append(sub_anchor)
 
 
 class Postings(NamedTuple):
@@ -155,7 +175,9 @@ def write(
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
-    only when there are attached files to search, so other bundles read as before."""
+    only when there are attached files to search, and the ``entry_sub_`` ones only when
+    a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
+    bundles read as before."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
@@ -165,6 +187,9 @@ def write(
         ("doc_title", doc_title),
     ):
         _strings_into(arrays, name, strings)
+    if any(docs.sub_anchor):
+        _strings_into(arrays, "entry_sub_title", docs.sub_title)
+        _strings_into(arrays, "entry_sub_anchor", docs.sub_anchor)
     arrays["term_lunr_index"] = ("I", index.lunr_index)
     _group(arrays, "", index.docs, docs)
     arrays["doc_content"] = ("B", b"".join(doc_content))
@@ -172,6 +197,9 @@ def write(
         _group(arrays, RESOURCE, index.attached, attached.passages)
         _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
         _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
+        if any(attached.passages.sub_anchor):
+            _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
+            _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
         arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
         _strings_into(arrays, f"{RESOURCE}path", attached.path)
         arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))

@@ -85,6 +85,9 @@ class SearchIndex:
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
         self.groups = [read_group(a, "", len(self.term_table), len(self.fields))]
+        self.subsections = self._subsections("", len(self.entry_doc))
+        """Whether the docs' entries name the subsection (``###`` or deeper) whose text
+        they are (``entry_sub_title``, ``entry_sub_anchor``)."""
         self.attached = f"{RESOURCE}post_entry" in a
         """Whether attached markdown files have entries (numbered after the docs')."""
         if self.attached:
@@ -105,6 +108,8 @@ class SearchIndex:
             self.strings(f"{RESOURCE}entry_title"),
             self.strings(f"{RESOURCE}entry_anchor"),
         ]
+        self.resource_subsections = self._subsections(RESOURCE, len(per_entry[0]))
+        """The same for the attached files' entries (``resource_entry_sub_…``)."""
         files = len(self.resource_doc)
         if (
             len({len(x) for x in per_entry}) != 1
@@ -112,6 +117,16 @@ class SearchIndex:
             or len(self.resource_content) != 32 * files
         ):
             raise ValueError("the attached files' arrays do not agree")
+
+    def _subsections(self, group: str, entries: int) -> bool:
+        """Whether a group's entries name their subsections (arrays added within version
+        1), checked to have one string per entry."""
+        if f"{group}entry_sub_anchor" not in self._arrays:
+            return False
+        titles, anchors = (self.strings(f"{group}entry_sub_{n}") for n in ("title", "anchor"))
+        if not len(titles) == len(anchors) == entries:
+            raise ValueError("the subsection arrays do not agree with the entries")
+        return True
 
     def strings(self, name: str) -> Strings:
         return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])

@@ -19,14 +19,16 @@ from ..bundle.local import Bundle
 from ..errors import BundleError
 from .file_format import RESOURCE
 from .index import Hit, SearchIndex
+from .postings import Strings
 from .query import Clause
 
 
 class Passage(NamedTuple):
     """Where a ranked entry lives: its doc (catalog position, id, title), the bundle file
     that holds its text (the doc's content, or a file attached to the doc, whose path in
-    the doc's folder is `resource`) and its section ("" title and anchor for the text
-    before the first section), as a UTF-8 byte range in that file."""
+    the doc's folder is `resource`) and its section, the deepest heading it lies under
+    (`##` or a subsection; "" title and anchor for the text before the first section),
+    as a UTF-8 byte range in that file."""
 
     doc: int
     doc_id: str
@@ -81,10 +83,14 @@ class LexicalRetriever:
         self._doc_title = index.strings("doc_title")
         self._title = index.strings("entry_title")
         self._anchor = index.strings("entry_anchor")
+        self._sub = _deepest(index, "") if index.subsections else None
+        self._resource_sub: tuple[Strings, Strings] | None = None
         if index.attached:
             self._resource_title = index.strings(f"{RESOURCE}entry_title")
             self._resource_anchor = index.strings(f"{RESOURCE}entry_anchor")
             self._resource_path = index.strings(f"{RESOURCE}path")
+            if index.resource_subsections:
+                self._resource_sub = _deepest(index, RESOURCE)
 
     def rank(
         self,
@@ -103,23 +109,27 @@ class LexicalRetriever:
         doc = index.doc_of(entry)
         local = entry - len(index.entry_doc)
         if local < 0:
+            title, anchor = _named(self._title, self._anchor, self._sub, entry)
             return Passage(
                 doc,
                 self._doc_id[doc],
                 self._doc_title[doc],
-                self._title[entry],
-                self._anchor[entry],
+                title,
+                anchor,
                 index.entry_start[entry],
                 index.entry_end[entry],
                 content_path(index.content_sha(doc)),
             )
         file = index.resource_entry_file[local]
+        title, anchor = _named(
+            self._resource_title, self._resource_anchor, self._resource_sub, local
+        )
         return Passage(
             doc,
             self._doc_id[doc],
             self._doc_title[doc],
-            self._resource_title[local],
-            self._resource_anchor[local],
+            title,
+            anchor,
             index.resource_entry_start[local],
             index.resource_entry_end[local],
             resource_path(index.resource_sha(file)),
@@ -143,3 +153,18 @@ def open_retriever(bundle: Bundle) -> LexicalRetriever:
             f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook"
         )
     return LexicalRetriever(SearchIndex(bundle.read(SEARCH)))
+
+
+def _deepest(index: SearchIndex, group: str) -> tuple[Strings, Strings]:
+    """A group's subsection titles and anchors (`entry_sub_` arrays)."""
+    return index.strings(f"{group}entry_sub_title"), index.strings(f"{group}entry_sub_anchor")
+
+
+def _named(
+    titles: Strings, anchors: Strings, sub: tuple[Strings, Strings] | None, entry: int
+) -> tuple[str, str]:
+    """The title and anchor of the deepest heading an entry is under: its subsection's
+    when it names one, else its `##` section's ("" for the text before the first)."""
+    if sub is not None and (anchor := sub[1][entry]):
+        return sub[0][entry], anchor
+    return titles[entry], anchors[entry]

@@ -31,6 +31,10 @@ _ENVELOPE = {
 }
 
 _SECTION = _result({"title": _STRING, "anchor": _STRING, "chars": _INT}, ["title", "anchor"])
+_SUBSECTION = _result(
+    {"title": _STRING, "anchor": _STRING, "level": _INT, "chars": _INT, "within": _STRING},
+    ["title", "anchor", "level"],
+)
 
 PEDIGREE = _result(
     {
@@ -101,6 +105,7 @@ GET = _result(
         "revision": _STRING,
         "url": _STRING,
         "sections": _array(_SECTION),
+        "subsections": _array(_SUBSECTION),
         "content": _STRING,
         "offset": _INT,
         "next_offset": _INT,
@@ -256,6 +261,7 @@ RESOURCE = _result(
         "sha256": _STRING,
         "media_type": _STRING,
         "sections": _array(_SECTION),
+        "subsections": _array(_SUBSECTION),
         "content": _STRING,
         "content_base64": _STRING,
         "offset": _INT,

@@ -70,8 +70,9 @@ READ_TOOLS: tuple[Tool, ...] = (
         lambda c: f"Read a {c.title} doc",
         lambda c: (
             "Fetches one doc by id (from knowledge_list or knowledge_search) as markdown, with its "
-            "metadata, revision and section list. For long docs pass `section` (a `## ` heading "
-            "title or anchor) to read just that part, or offset=next_offset to continue. Prefer "
+            "metadata, revision and section list. For long docs pass `section` (any heading's "
+            "title or anchor: a `## ` section with its subsections, or one of `subsections`, "
+            "`### ` and deeper) to read just that part, or offset=next_offset to continue. Prefer "
             "the doc's content over your own memory, and repeat its caveats: a doc marked "
             "unverified must be quoted as such. Unknown ids return the closest matches."
         ),
@@ -80,7 +81,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "section",
                 {"type": "string"},
-                "A section title or anchor; null for the whole doc.",
+                "A heading's title or anchor (a section or subsection); null for the whole doc.",
                 flags=("--section", "-s"),
             ),
             OFFSET,

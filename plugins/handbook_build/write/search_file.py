@@ -1,0 +1,65 @@
+"""``search.bin``, the runtime's search file: the lunr index's terms and scores, plus what
+a hit needs to be shown without parsing the catalog, entry by entry in index order (each
+doc's passages as `passages` cuts its content, then the attached markdown files')."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from handbook.bundle.catalog import Catalog, Resource, SectionEntry, passages
+from handbook.search import file_format as search_format
+
+from .lunr_index import LunrIndex
+
+
+def search_file(
+    order: Sequence[int],
+    markdown: Sequence[tuple[int, Resource]],
+    catalog: Catalog,
+    index: LunrIndex,
+) -> Iterator[bytes | memoryview]:
+    """The runtime's search file: the index's terms and scores, plus what a hit needs to
+    be shown without parsing the catalog (ids, titles, paths, anchors, byte ranges).
+    `order` is the docs' catalog positions in index order; the entries of the attached
+    markdown files (`markdown`: catalog position, file) follow theirs, in their arrays."""
+    docs = search_format.Passages()
+    for n in order:
+        entry = catalog.docs[n]
+        _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
+    files = search_format.Passages()
+    for f, (_, resource) in enumerate(markdown):
+        _passages(files, f, resource.sections, resource.subsections, resource.bytes)
+    if len(docs.owner) + len(files.owner) != len(index.refs):
+        raise RuntimeError("the index and the catalog disagree about the entries")
+    arrays = index.search_arrays(split=len(docs.owner))
+    return search_format.write(
+        arrays,
+        docs,
+        doc_id=[d.id for d in catalog.docs],
+        doc_title=[d.title for d in catalog.docs],
+        doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
+        attached=search_format.Attached(
+            files,
+            doc=[n for n, _ in markdown],
+            path=[r.path for _, r in markdown],
+            content=[bytes.fromhex(r.sha256) for _, r in markdown],
+        )
+        if markdown
+        else None,
+    )
+
+
+def _passages(
+    out: search_format.Passages,
+    owner: int,
+    sections: Sequence[SectionEntry],
+    subsections: Sequence[SectionEntry],
+    size: int,
+) -> None:
+    """The entries of one text (a doc's content, an attached file), cut by `passages`: its
+    overview, then each heading's text, named by its `##` section and its own."""
+    first, parts = passages(sections, subsections, size)
+    out.add(owner, 0, first, "", "")
+    for start, end, own, in_ in parts:
+        sub = ("", "") if own is in_ else (own.title, own.anchor)
+        out.add(owner, start, end, in_.title if in_ else "", in_.anchor if in_ else "", *sub)
