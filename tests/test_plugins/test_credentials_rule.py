@@ -5,7 +5,7 @@ hosts are not findings; and HB404 no longer takes `git@host` or a URL's user for
 from __future__ import annotations
 
 import pytest
-from conftest import MakeLibrary, run_cli
+from conftest import MakeLibrary
 
 from handbook_build import load_config
 from handbook_build.checks.credentials import check, scan
@@ -103,24 +103,6 @@ def test_a_secret_in_a_comment_is_found_at_its_line(make_library: MakeLibrary) -
     config = load_config(make_library({"a.md": body}))
     _, findings = load(config, "a.md")
     assert [(f.code, f.line, f.col) for f in findings] == [("HB405", 11, 3)]
-
-
-@pytest.mark.parametrize(
-    ("level", "exit_code", "last"),
-    [
-        ("error", 1, "1 file checked (1 doc): 1 error, 0 warnings"),
-        ("warn", 0, "1 file checked (1 doc): 0 errors, 1 warning"),
-        ("off", 0, "1 file checked (1 doc): 0 errors, 0 warnings"),
-    ],
-)
-def test_the_level_is_configurable(
-    make_library: MakeLibrary, level: str, exit_code: int, last: str
-) -> None:
-    docs = {"a.md": FM + "Use https://ci:hunter2@ci.acme.com/hook.\n"}
-    run = run_cli("check", "--config", str(make_library(docs, rules={"HB405": level})))
-    assert run.exit_code == exit_code
-    assert run.lines[-1] == last
-    assert "hunter2" not in run.stdout + run.stderr
 
 
 def test_personal_data_leaves_git_and_url_users_alone() -> None:

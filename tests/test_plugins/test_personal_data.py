@@ -157,23 +157,6 @@ def test_the_allow_list_takes_values_and_patterns() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("level", "exit_code", "last"),
-    [
-        ("error", 1, "1 file checked (1 doc): 1 error, 0 warnings"),
-        ("warn", 0, "1 file checked (1 doc): 0 errors, 1 warning"),
-        ("off", 0, "1 file checked (1 doc): 0 errors, 0 warnings"),
-    ],
-)
-def test_the_level_is_configurable(
-    make_library: MakeLibrary, level: str, exit_code: int, last: str
-) -> None:
-    config = make_library({"a.md": FM + "Mail jane@acme-corp.com.\n"}, rules={"HB404": level})
-    run = run_cli("check", "--config", str(config))
-    assert run.exit_code == exit_code
-    assert run.lines[-1] == last
-
-
 def test_the_allow_list_is_read_from_the_configuration(make_library: MakeLibrary) -> None:
     docs = {"a.md": FM + "Mail support@acme-corp.com or jane@acme-corp.com.\n"}
     config = make_library(docs, pii={"allow": ["support@acme-corp.com"]})

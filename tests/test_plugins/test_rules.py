@@ -7,7 +7,7 @@ import ast
 import re
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, MakeLibrary, run_cli
 
 from handbook_build import rules
 from handbook_build.findings import LEVELS, Finding, Severity, apply_levels, count, render_github
@@ -97,3 +97,37 @@ def test_severities_order_the_levels_and_name_the_output() -> None:
     assert notice.severity is Severity.NOTICE and count([notice]) == (0, 0)
     assert str(notice).startswith("c.md:6:1: HB308 (notice) field `a-b` is filtered as `a_b`")
     assert render_github([notice]).startswith("::notice file=c.md,line=6,col=1,title=HB308::")
+
+
+CONTENT_FM = "---\nid: a\ntitle: A\nkind: guide\nsummary: A doc.\n---\n"
+CONTENT_CASES = {
+    "HB403": ("<b onclick=x>b</b>\n", "onclick=x"),
+    "HB404": ("Mail jane@acme-corp.com.\n", "jane@"),
+    "HB405": ("Use https://ci:hunter2@ci.acme.com/hook.\n", "hunter2"),
+}
+
+
+@pytest.mark.parametrize("code", list(CONTENT_CASES))
+@pytest.mark.parametrize(
+    ("level", "exit_code", "last"),
+    [
+        ("error", 1, "1 file checked (1 doc): 1 error, 0 warnings"),
+        ("warn", 0, "1 file checked (1 doc): 0 errors, 1 warning"),
+        ("off", 0, "1 file checked (1 doc): 0 errors, 0 warnings"),
+    ],
+)
+def test_a_content_rule_s_level_is_configurable(
+    make_library: MakeLibrary, code: str, level: str, exit_code: int, last: str
+) -> None:
+    """`rules: {CODE: level}` sets the severity; what a finding quotes of a secret is
+    masked at every level (HB403 quotes no secret: its attribute is the finding)."""
+    body, secret = CONTENT_CASES[code]
+    run = run_cli(
+        "check", "--config", str(make_library({"a.md": CONTENT_FM + body}, rules={code: level}))
+    )
+    assert run.exit_code == exit_code
+    assert run.lines[-1] == last
+    if level == "warn":
+        assert run.lines[0].startswith("a.md:7:") and f" {code} (warning) " in run.lines[0]
+    if code != "HB403":
+        assert secret not in run.stdout + run.stderr

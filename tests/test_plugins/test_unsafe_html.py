@@ -6,7 +6,6 @@ with a finding."""
 from __future__ import annotations
 
 import pytest
-from conftest import MakeLibrary, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -132,25 +131,6 @@ def test_every_problem_is_reported() -> None:
         f"a.md:11:28: HB403 {url('javascript:', 'the `href` of `<a>`')}",
         f"a.md:13:1: HB403 {url('javascript:', 'a link')}",
     ]
-
-
-@pytest.mark.parametrize(
-    ("level", "exit_code", "last"),
-    [
-        ("error", 1, "1 file checked (1 doc): 1 error, 0 warnings"),
-        ("warn", 0, "1 file checked (1 doc): 0 errors, 1 warning"),
-        ("off", 0, "1 file checked (1 doc): 0 errors, 0 warnings"),
-    ],
-)
-def test_the_level_is_configurable(
-    make_library: MakeLibrary, level: str, exit_code: int, last: str
-) -> None:
-    config = make_library({"a.md": FM + "<b onclick=x>b</b>\n"}, rules={"HB403": level})
-    run = run_cli("check", "--config", str(config))
-    assert run.exit_code == exit_code
-    assert run.lines[-1] == last
-    if level == "warn":
-        assert run.lines[0] == f"a.md:7:1: HB403 (warning) {handler('onclick', 'b')}"
 
 
 @pytest.mark.parametrize(
