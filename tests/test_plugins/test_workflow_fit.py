@@ -77,6 +77,34 @@ def test_a_workflow_that_builds_no_docs_does_not_stop_it(tmp_path: Path) -> None
     assert set(workflows(site)) == {"docs.yml", "handbook.yml"}
 
 
+SCRIPTED = (
+    "name: tests\non: [push]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+    "      - uses: actions/checkout@v4\n      - run: scripts/build\n"
+)
+
+
+def test_a_workflow_that_builds_the_docs_in_a_script_is_found(tmp_path: Path) -> None:
+    """httpx's workflows run `scripts/build`, which runs `mkdocs build`: that is a docs
+    workflow too, so nothing is written and no install requirement is asked for."""
+    site = make_site(tmp_path / "repo", workflow=SCRIPTED)
+    (site / "scripts").mkdir()
+    (site / "scripts" / "build").write_text("#!/bin/sh -e\npython -m build\nmkdocs build\n")
+    run = run_cli("init", "--adopt", str(site))  # no --install-from: nothing installs it
+    assert run.exit_code == 0, run.stderr
+    assert set(workflows(site)) == {"docs.yml"}
+    assert any("builds its docs in docs.yml" in line for line in run.lines), run.lines
+
+
+def test_a_script_outside_the_repository_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "build"
+    outside.parent.mkdir()
+    outside.write_text("mkdocs build\n")
+    escaping = SCRIPTED.replace("scripts/build", "../elsewhere/build")
+    site = make_site(tmp_path / "repo", workflow=escaping)
+    assert adopt(site).exit_code == 0
+    assert set(workflows(site)) == {"docs.yml", "handbook.yml"}
+
+
 def test_an_existing_handbook_workflow_is_never_overwritten(tmp_path: Path) -> None:
     site = make_site(tmp_path / "repo", workflow=None)
     ours = site / ".github" / "workflows" / "handbook.yml"

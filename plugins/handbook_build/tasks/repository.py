@@ -15,6 +15,8 @@ from pathlib import Path
 WORKFLOWS = Path(".github/workflows")
 _BUILDS_DOCS = re.compile(r"\b(?:mkdocs|zensical|handbook)\b", re.IGNORECASE)
 """What a workflow that builds or checks the docs names in a step."""
+_SCRIPT_PATH = re.compile(r"""(?:^|[\s"'=])((?:\./)?[\w.-]+(?:/[\w.-]+)+)""", re.MULTILINE)
+"""A relative path with at least one folder in it, as a step names a script."""
 
 
 @dataclass(frozen=True)
@@ -37,13 +39,32 @@ class Repository:
         for path in sorted(self.workflows.iterdir()):
             if path.suffix not in (".yml", ".yaml") or not path.is_file():
                 continue
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if _BUILDS_DOCS.search(text):
+            text = _read(path)
+            if _BUILDS_DOCS.search(text) or any(
+                _BUILDS_DOCS.search(_read(script)) for script in self._scripts(text)
+            ):
                 found.append(path)
         return found
+
+    def _scripts(self, workflow: str) -> list[Path]:
+        """The repository's files a workflow's steps run by path (`run: scripts/build`,
+        `./tools/docs.sh`): many projects build their docs in such a script, and the
+        workflow names only the script."""
+        named = {m.strip("'\"").removeprefix("./") for m in _SCRIPT_PATH.findall(workflow)}
+        root = self.root.resolve()
+        out = []
+        for name in sorted(named):
+            path = (root / name).resolve()
+            if root in path.parents and path.is_file():
+                out.append(path)
+        return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:1_000_000]
+    except OSError:
+        return ""
 
 
 def repository_of(folder: Path) -> Repository:
