@@ -243,3 +243,25 @@ def test_mkdocs_build_gives_the_same_bundle(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert contents(config.parent / "build" / "bundle") == contents(tmp_path / "cli-bundle")
+
+
+@pytest.mark.parametrize(
+    ("name", "theme", "expected"),
+    [
+        ("blog", {"name": "material"}, "material/blog"),  # Material's blog, as MkDocs finds it
+        ("blog", "material", "material/blog"),
+        ("search", {"name": "material"}, "material/search"),
+        ("search", None, "search"),
+        ("/search", {"name": "material"}, "search"),  # a leading `/` skips the theme's
+        ("blog", {"name": "mkdocs"}, None),
+        ("material/blog", None, "material/blog"),
+        ("no-such-plugin", {"name": "material"}, None),
+    ],
+)
+def test_a_plugin_name_resolves_as_mkdocs_resolves_it(
+    name: str, theme: object, expected: str | None
+) -> None:
+    from handbook_build.read.rendering import _resolved
+
+    installed = {"search", "material/search", "material/blog", "minify"}
+    assert _resolved(name, theme, installed) == expected

@@ -198,7 +198,7 @@ def _runnable(
     for name, options in plugin_entries(raw.get("plugins")).items():
         if name == "handbook":
             continue
-        if name not in installed:
+        if _resolved(name, raw.get("theme"), installed) is None:
             missing[name] = "it is not installed"
             line, col = site.at("plugins")
             findings.append(
@@ -223,6 +223,19 @@ def _runnable(
     # `watch` is for `mkdocs serve` alone, and names folders a docs-only copy lacks
     rest = {k: v for k, v in raw.items() if k != "watch"}
     return {**rest, "plugins": kept, "markdown_extensions": extensions}
+
+
+def _resolved(name: str, theme: Any, installed: set[str]) -> str | None:
+    """The installed plugin `name` stands for, found as MkDocs finds it: a name without a
+    namespace is first tried under the theme's (`blog` is `material/blog` on Material),
+    and a leading `/` asks for the name as written; None when nothing is installed."""
+    if "/" in name:
+        name = name.removeprefix("/")
+    else:
+        theme_name = theme.get("name") if isinstance(theme, dict) else theme
+        if isinstance(theme_name, str) and f"{theme_name}/{name}" in installed:
+            return f"{theme_name}/{name}"
+    return name if name in installed else None
 
 
 def _offline(options: Any, site: Site, findings: list[Finding]) -> Any:
