@@ -9,7 +9,7 @@ falls on both alike; passages/s is the sample's size over the median round. Then
 cosine similarity: semantic nDCG@10 and Recall@100 as `runtime_bench.quality` computes them.
 
     OPENBLAS_NUM_THREADS=1 python bench/encoder_bench.py [--baseline main] [--sample 64]
-        [--rounds 3] [--ndcg] [--threads 1,2]
+        [--rounds 3] [--ndcg [--window 128]] [--threads 1,2]
 
 `--threads` instead times this tree's encoder at each BLAS thread count (set through
 `handbook.search.threads`), for choosing the default. Needs the semantic extra and the model.
@@ -86,6 +86,9 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=64, help="passages per timed round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ndcg", action="store_true", help="also rank all of Cranfield")
+    parser.add_argument(
+        "--window", type=int, default=0, help="with --ndcg, also this tree cut at N tokens"
+    )
     parser.add_argument("--threads", default="", help="time this tree at these thread counts")
     args = parser.parse_args()
     from handbook.search.encoder import Encoder, model_dir
@@ -96,12 +99,12 @@ def main() -> int:
     print(f"{environment()}; sample {len(sample)} Cranfield passages", flush=True)
     new = Encoder(model_dir())
     if args.threads:
-        from handbook.search.threads import limit_threads
+        from handbook.search.threads import blas_threads
 
         for count in (int(n) for n in args.threads.split(",")):
-            limit_threads(count)
-            rate(new, sample[:4])
-            times = [rate(new, sample) for _ in range(args.rounds)]
+            with blas_threads(count):
+                rate(new, sample[:4])
+                times = [rate(new, sample) for _ in range(args.rounds)]
             print(f"threads {count}: {len(sample) / statistics.median(times):.2f} passages/s")
         return 0
     old = baseline_module(args.baseline).Encoder(model_dir())
@@ -122,7 +125,12 @@ def main() -> int:
         flush=True,
     )
     if args.ndcg:
-        for name, encoder in ((args.baseline, old), ("this tree", new)):
+        encoders = [(args.baseline, old), ("this tree", new)]
+        if args.window:
+            short = Encoder(model_dir())
+            short.tokenizer.enable_truncation(max_length=args.window)
+            encoders.append((f"this tree, {args.window}-token window", short))
+        for name, encoder in encoders:
             start = time.perf_counter()
             score, recall = ndcg(encoder, ids, texts)
             took = time.perf_counter() - start

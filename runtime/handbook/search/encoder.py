@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,6 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
+
+from .threads import blas_threads, configured
 
 MODEL_ENV = "HANDBOOK_EMBEDDING_MODEL"
 """A folder holding another model's config.json, tokenizer.json and model.safetensors."""
@@ -87,23 +90,30 @@ class Encoder:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=limit)
         self.tokenizer.no_padding()
+        self.threads = configured()
+        """BLAS threads while encoding (`handbook.search.threads`)."""
 
-    def encode(self, texts: list[str]) -> Vectors:
+    def encode(self, texts: list[str], progress: Callable[[int], None] | None = None) -> Vectors:
         """One unit vector per text, in order. The texts' tokens are packed end to end
         without padding, `BATCH_TOKENS` at a time; a text's vector does not depend on
-        which texts share its batch (every step works on rows or on one text's tokens)."""
+        which texts share its batch (every step works on rows or on one text's tokens),
+        so a vector kept from an earlier build equals a fresh one bit for bit.
+        `progress(n)` is told after each batch how many texts it held."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(texts)
-        batch: list[int] = []
+        batches: list[list[int]] = [[]]
         size = 0
         for i, encoding in enumerate(encodings):
-            if batch and size + len(encoding.ids) > BATCH_TOKENS:
-                out[batch] = self._forward([encodings[j].ids for j in batch])
-                batch, size = [], 0
-            batch.append(i)
+            if batches[-1] and size + len(encoding.ids) > BATCH_TOKENS:
+                batches.append([])
+                size = 0
+            batches[-1].append(i)
             size += len(encoding.ids)
-        if batch:
-            out[batch] = self._forward([encodings[j].ids for j in batch])
+        with blas_threads(self.threads):
+            for batch in filter(None, batches):
+                out[batch] = self._forward([encodings[j].ids for j in batch])
+                if progress:
+                    progress(len(batch))
         return out
 
     def _forward(self, texts: list[list[int]]) -> Vectors:
