@@ -30,6 +30,7 @@ from .index import Hit
 from .query import Clause, QueryError
 from .retriever import LexicalRetriever, Passage
 from .stemmer import stem
+from .threads import blas_threads
 from .vectors import read
 
 DEPTH = 100
@@ -119,7 +120,8 @@ class SemanticRetriever:
         if not text.strip() or not len(self.vectors):
             return {}
         query = self.encoder.encode([text])[0]
-        similarity = self.vectors @ query
+        with blas_threads(self.encoder.threads):  # as measured for the encoder
+            similarity = self.vectors @ query
         if docs is not None:
             allowed = np.fromiter((int(d) in docs for d in self.entry_doc), dtype=bool)
             similarity = np.where(allowed, similarity, -np.inf)
