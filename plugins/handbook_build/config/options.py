@@ -848,8 +848,8 @@ OPTIONS: tuple[Option, ...] = (
             by libraries, by builds running at once and by CI jobs (restore the folder
             before the build, save it after): a build sees the whole of another's
             vectors or none of them, and a damaged entry is embedded again, never used.
-            One SQLite file, `embeddings.sqlite3`, of about 1.3 KB per passage, kept to
-            250,000 passages (about 330 MB) by dropping those unused longest. A vector
+            One SQLite file, `embeddings.sqlite3`, of about 0.9 KB per passage, kept to
+            250,000 passages (about 250 MB) by dropping those unused longest. A vector
             read from the cache is bit for bit the one the build would compute, so the
             bundle is the same either way.
         """),
