@@ -84,11 +84,11 @@ def child(request_file: str) -> dict[str, Any]:
             times.append(time.perf_counter() - start)
         out[retriever] = times
     encoder = Encoder(model_dir())
-    encoder.encode(["warm up"])
+    encoder.encode_query("warm up")
     times = []
     for text in queries:
         start = time.perf_counter()
-        encoder.encode([text])
+        encoder.encode_query(text)
         times.append(time.perf_counter() - start)
     out["query embedding"] = times
     return out

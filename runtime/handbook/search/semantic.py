@@ -119,7 +119,7 @@ class SemanticRetriever:
         """The `depth` passages most similar to `text`, with their cosine similarity."""
         if not text.strip() or not len(self.vectors):
             return {}
-        query = self.encoder.encode([text])[0]
+        query = self.encoder.encode_query(text)
         with blas_threads(self.encoder.threads):  # as measured for the encoder
             similarity = self.vectors @ query
         if docs is not None:
