@@ -841,9 +841,10 @@ OPTIONS: tuple[Option, ...] = (
         cleandoc("""
             A folder (relative to `mkdocs.yml`) where [`semantic`](#semantic) builds keep
             each passage's vector, so that a rebuild embeds only the passages that are new
-            or changed; `off` embeds every passage every time. By default the folder is
-            `$HANDBOOK_CACHE_DIR` when set, else `handbook` in the user's cache folder
-            (`$XDG_CACHE_HOME`, else `~/.cache`). Vectors are keyed by the passage text
+            or changed; `"off"` (quoted: MkDocs reads a bare `off` as false) embeds every
+            passage every time. By default the folder is `$HANDBOOK_CACHE_DIR` when set,
+            else `handbook` in the user's cache folder (`$XDG_CACHE_HOME`, else
+            `~/.cache`). Vectors are keyed by the passage text
             and the model (its files and the encoder's settings), so a cache can be shared
             by libraries, by builds running at once and by CI jobs (restore the folder
             before the build, save it after): a build sees the whole of another's
