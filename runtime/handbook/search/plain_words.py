@@ -4,9 +4,10 @@
 "TCR/CD8", "H2A.Z", "title:foo" or "-x" there are words, not query syntax. `words` reads
 a text as the index reads a document: split on whitespace and hyphens, trimmed of
 punctuation at either end (lunr's tokenizer and trimmer), stop words and one-digit
-numbers dropped. A token with punctuation inside ("h2a.z", "tcr/cd8") stays whole when
-the library indexes it so, and otherwise counts as its parts ("title:foo" -> title,
-foo): the words the library could hold. `search` keeps lunr's syntax; `syntax_note` says
+numbers dropped. A token with punctuation inside ("tcr/cd8") stays whole when the library
+indexes it so, and otherwise counts as its parts ("title:foo" -> title, foo): the words
+the library could hold; a version or dotted name with a digit ("1.5.0", "h2a.z") is
+always one word. `search` keeps lunr's syntax; `syntax_note` says
 in its answer when an operator changed what was asked.
 """
 
@@ -23,6 +24,9 @@ from .stemmer import stem
 _SEPARATORS = re.compile(r"[\s\-]+")
 _TRIM = re.compile(r"^\W+|\W+$")
 _PARTS = re.compile(r"\w+")
+_NAME = re.compile(r"(?=.*\d)\w+(?:\.\w+)+")
+"""A version or a dotted name with a digit ("1.5.0", "H2A.Z"): one word, even where the
+library never uses it (its absence is then what says the library does not cover it)."""
 
 
 def words(text: str, indexed: Callable[[str], bool] = lambda term: False) -> list[str]:
@@ -33,8 +37,8 @@ def words(text: str, indexed: Callable[[str], bool] = lambda term: False) -> lis
         token = _TRIM.sub("", token)
         if not token:
             continue
-        inner = not _PARTS.fullmatch(token)
-        parts = [token] if inner and indexed(stem(token)) else _PARTS.findall(token)
+        whole = not _PARTS.fullmatch(token) and (indexed(stem(token)) or _NAME.fullmatch(token))
+        parts = [token] if whole else _PARTS.findall(token)
         out += [w for w in parts if w not in STOP_WORDS and (not w.isdigit() or len(w) > 1)]
     return list(dict.fromkeys(out))
 
