@@ -51,7 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--details", action="store_true", help="print every question's outcome")
     parser.add_argument("--retriever", default=None, help="lexical (default), semantic or hybrid")
     parser.add_argument("--sweep", action="store_true", help="calibration on the development set")
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        help="with --sweep: NAME=v1,v2 replaces a row of GRID",
+    )
     args = parser.parse_args(argv)
+    for item in args.grid:
+        name, _, values = item.partition("=")
+        GRID[name] = tuple(float(v) for v in values.split(","))
     path = Path(args.questions)
     spec = json.loads(path.read_text())
     if args.sweep and "heldout" in path.name:

@@ -33,10 +33,10 @@ from ..search.retriever import Retriever
 from .quotes import Matcher, quote, stems
 from .snapshot import Snapshot
 
-GROUNDED_COVERAGE = 0.5
+GROUNDED_COVERAGE = 0.4
 GROUNDED_TOP_COVERAGE = 0.4
 GROUNDED_SIMILARITY = 0.5
-SIMILAR_FLOOR = 0.2
+SIMILAR_FLOOR = 0.0
 HEADING_MATCH = 0.5
 PREFIX_CHARS = 5
 
