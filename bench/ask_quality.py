@@ -1,115 +1,238 @@
 """How often `ask` is grounded with the right source first, and how often it says
-`insufficient` when the library cannot answer: the held-out questions of
-`ask_questions.json` (written before any measurement, not used to tune the thresholds)
-over the example libraries, built here into build/bench/ask/.
+`insufficient` when the library cannot answer, on a question set: the development set
+`ask_questions.json` (over the example libraries; the grounding constants are tuned on
+it with --sweep) or the held-out set `ask_heldout.json` (over real sites in
+../shared/data/real-sites/, adopted as they stand from copies; never tuned on: --sweep
+refuses it). Libraries are built into build/bench/ask/.
 
-Usage: python bench/ask_quality.py [--details]
+Usage: python bench/ask_quality.py [--questions FILE] [--retriever hybrid] [--details]
+       python bench/ask_quality.py --sweep [--retriever hybrid]   (development set only)
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 from handbook import Library
-from handbook.handlers import ask
+from handbook.handlers import grounding
 from handbook_build import load_config
 from handbook_build.pipeline import build
+from handbook_build.tasks.adopt_site import adopt_site
 
 ROOT = Path(__file__).resolve().parent.parent
+REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
+OUT = ROOT / "build" / "bench" / "ask"
+CONSTANTS = (
+    "GROUNDED_TOP_COVERAGE",
+    "GROUNDED_COVERAGE",
+    "GROUNDED_SIMILARITY",
+    "SIMILAR_FLOOR",
+    "HEADING_MATCH",
+)
+GRID = {
+    "GROUNDED_TOP_COVERAGE": (0.25, 0.3, 0.35, 0.4, 0.5),
+    "GROUNDED_COVERAGE": (0.3, 0.35, 0.4, 0.5),
+    "GROUNDED_SIMILARITY": (0.4, 0.45, 0.5, 0.55, 0.6, 0.65),
+    "SIMILAR_FLOOR": (0.0, 0.1, 0.2, 0.3),
+    "HEADING_MATCH": (0.5, 0.75, 2.0),  # 2.0: no heading reordering
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", default=str(ROOT / "bench" / "ask_questions.json"))
     parser.add_argument("--details", action="store_true", help="print every question's outcome")
     parser.add_argument("--retriever", default=None, help="lexical (default), semantic or hybrid")
+    parser.add_argument("--sweep", action="store_true", help="calibration on the development set")
     parser.add_argument(
-        "--sweep",
-        action="store_true",
-        help="calibration: rates for a grid of thresholds instead of the shipped ones",
+        "--grid",
+        action="append",
+        default=[],
+        help="with --sweep: NAME=v1,v2 replaces a row of GRID",
     )
     args = parser.parse_args(argv)
-    spec = json.loads((ROOT / "bench" / "ask_questions.json").read_text())
-    libraries = {}
-    vectors = args.retriever not in (None, "lexical")  # the example configs build none
+    for item in args.grid:
+        name, _, values = item.partition("=")
+        GRID[name] = tuple(float(v) for v in values.split(","))
+    path = Path(args.questions)
+    spec = json.loads(path.read_text())
+    if args.sweep and "heldout" in path.name:
+        parser.error(f"{path.name} is the held-out set: it is never tuned on")
+    vectors = args.retriever not in (None, "lexical")
+    libraries, docs = {}, {}
     for name, config in spec["libraries"].items():
-        out = ROOT / "build" / "bench" / "ask" / name
-        build(dataclasses.replace(load_config(ROOT / config), semantic=vectors), out, None)
+        out = OUT / f"{name}-{'vectors' if vectors else 'lexical'}"
+        build(dataclasses.replace(load_config(_site(name, config)), semantic=vectors), out, None)
         libraries[name] = Library.open(out, allow_unsigned=True)
+        catalog = json.loads((out / "catalog.json").read_text("utf-8"))
+        docs[name] = {d.get("source"): d["id"] for d in catalog["docs"]}
+    questions = [_normal(q, docs[q["library"]]) for q in spec["questions"]]
+    sets = list(dict.fromkeys(q["set"] for q in questions))
     if args.sweep:
-        for coverage in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
-            for top in (0.3, 0.4, 0.5, 0.6):
-                ask.GROUNDED_COVERAGE, ask.GROUNDED_TOP_COVERAGE = coverage, top
-                rates = [_rates(spec, libraries, s, args.retriever)[0] for s in SETS]
-                cells = " | ".join(f"{r[1]}/{r[0]} first, {r[3]}/{r[2]} refused" for r in rates)
-                print(f"| {coverage} | {top} | {cells} |")
-        return 0
+        return _sweep(questions, libraries, sets, args.retriever)
+    shipped = ", ".join(f"{c} {getattr(grounding, c)}" for c in CONSTANTS)
     print(
-        f"ask on {len(spec['questions'])} held-out questions over {len(libraries)} example "
-        f"libraries (thresholds: weighted coverage >= {ask.GROUNDED_COVERAGE}, best passage >= "
-        f"{ask.GROUNDED_TOP_COVERAGE}; retriever {args.retriever or 'lexical'})\n"
+        f"ask on {len(questions)} questions of {path.name} over {len(libraries)} libraries "
+        f"(retriever {args.retriever or 'lexical'}; {shipped})\n"
     )
-    print("| measure | " + " | ".join(SETS) + " |\n|---|" + "--:|" * len(SETS))
-    results = [_rates(spec, libraries, s, args.retriever) for s in SETS]
-    labels = [
-        "answerable: grounded",
-        "answerable: grounded, right doc first",
-        "answerable: grounded, right doc and section first",
-        "answerable: right doc among the sources",
-        "unanswerable: insufficient",
-    ]
-    for i, label in enumerate(labels):
-        cells = []
-        for (n, _, m, _), counts, _ in results:
-            value, total = counts[i], (m if i == 4 else n)
-            cells.append(f"{value} / {total} ({value / max(total, 1):.0%})")
+    counts = {s: _Counts() for s in sets}
+    for q in questions:
+        counts[q["set"]].add(q, _outcome(libraries[q["library"]], q, args.retriever))
+    print("| measure | " + " | ".join(f"{s} ({counts[s].total})" for s in sets) + " |")
+    print("|---|" + "--:|" * len(sets))
+    for label, field, over in _Counts.ROWS:
+        cells = [
+            f"{getattr(c, field)} / {getattr(c, over)}" + _pct(c, field, over)
+            for c in counts.values()
+        ]
         print(f"| {label} | " + " | ".join(cells) + " |")
     if args.details:
-        print("\n| set | verdict | state | coverage | first source | question |")
-        print("|---|---|---|--:|---|---|")
-        for name, (_, _, rows) in zip(SETS, results, strict=True):
-            for row in rows:
-                print(f"| {name} | " + " | ".join(str(c) for c in row) + " |")
+        print(
+            "\n| set | verdict | state | coverage | first source | question |\n|---|---|---|--:|---|---|"
+        )
+        for s in sets:
+            for row in counts[s].rows:
+                print(f"| {s} | " + " | ".join(str(c) for c in row) + " |")
     return 0
 
 
-SETS = ("original", "paraphrased")
+def _site(name: str, config: str) -> Path:
+    """The site's configuration: an example of this repository in place, or a real site
+    copied (the data is never edited) and adopted as it stands."""
+    if (ROOT / config).exists():
+        return ROOT / config
+    tree = Path(config).parts[0]
+    copy = OUT / "sites" / name
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(REAL_SITES / tree, copy / tree)
+    site = (copy / config).parent
+    adopt_site(site, workflow=False)
+    return site
 
 
-def _rates(
-    spec: dict[str, Any], libraries: dict[str, Library], name: str, retriever: str | None
-) -> tuple[tuple[int, int, int, int], list[int], list[tuple[Any, ...]]]:
-    """((answerable, right doc first, unanswerable, refused), the five counts, rows)."""
-    questions = [q for q in spec["questions"] if q.get("set", "original") == name]
-    counts = [0, 0, 0, 0, 0]
-    rows = []
-    for q in questions:
-        answer = libraries[q["library"]].ask(q["question"], retriever=retriever)
-        sources = answer["sources"]
-        first = sources[0] if sources else {}
-        grounded = answer["evidence_state"] == "grounded"
-        if q["expected"]:
-            doc, section = q["expected"]["doc"], q["expected"]["section"]
-            right = first.get("document_id") == doc
-            counts[0] += grounded
-            counts[1] += grounded and right
-            counts[2] += grounded and right and first.get("anchor") == section
-            counts[3] += any(s["document_id"] == doc for s in sources)
+def _normal(q: dict[str, Any], docs: dict[str, str]) -> dict[str, Any]:
+    """A question with its set ("original" when unnamed) and expected doc id (the held-out
+    set names the page's path in the docs folder; the catalog maps it to its doc)."""
+    expected = q.get("expected")
+    if expected and "doc" not in expected:
+        source = expected["source"]
+        if source not in docs:
+            raise SystemExit(f"{q['question']!r}: no doc was built from {source}")
+        expected = {"doc": docs[source], "section": expected.get("section")}
+    return {**q, "set": q.get("set", "original"), "expected": expected}
+
+
+def _outcome(library: Library, q: dict[str, Any], retriever: str | None) -> dict[str, Any]:
+    answer = library.ask(q["question"], retriever=retriever)
+    first = answer["sources"][0] if answer["sources"] else {}
+    return {
+        "grounded": answer["evidence_state"] == "grounded",
+        "doc": first.get("document_id"),
+        "anchor": first.get("anchor"),
+        "docs": [s["document_id"] for s in answer["sources"]],
+        "coverage": answer.get("coverage"),
+        "state": answer["evidence_state"],
+    }
+
+
+class _Counts:
+    ROWS = (
+        ("answerable: grounded", "grounded", "answerable"),
+        ("answerable: grounded, right doc first", "right", "answerable"),
+        ("answerable: grounded, right doc and section first", "section", "answerable"),
+        ("answerable: right doc among the sources", "among", "answerable"),
+        ("unanswerable: insufficient", "refused", "unanswerable"),
+    )
+
+    def __init__(self) -> None:
+        self.total = self.answerable = self.unanswerable = 0
+        self.grounded = self.right = self.section = self.among = self.refused = 0
+        self.rows: list[tuple[Any, ...]] = []
+
+    def add(self, q: dict[str, Any], out: dict[str, Any]) -> None:
+        self.total += 1
+        expected, grounded = q["expected"], out["grounded"]
+        if expected:
+            right = out["doc"] == expected["doc"]
+            self.answerable += 1
+            self.grounded += grounded
+            self.right += grounded and right
+            self.section += grounded and right and out["anchor"] == expected["section"]
+            self.among += expected["doc"] in out["docs"]
             verdict = "ok" if grounded and right else "MISS"
         else:
-            counts[4] += not grounded
+            self.unanswerable += 1
+            self.refused += not grounded
             verdict = "FALSE GROUNDED" if grounded else "ok"
-        where = f"{first.get('document_id')}#{first.get('anchor')}"
-        rows.append(
-            (verdict, answer["evidence_state"], answer.get("coverage"), where, q["question"])
+        where = f"{out['doc']}#{out['anchor']}"
+        self.rows.append((verdict, out["state"], out["coverage"], where, q["question"]))
+
+
+def _pct(counts: _Counts, field: str, over: str) -> str:
+    total = getattr(counts, over)
+    return f" ({getattr(counts, field) / total:.0%})" if total else ""
+
+
+def _sweep(
+    questions: list[dict[str, Any]],
+    libraries: dict[str, Library],
+    sets: list[str],
+    retriever: str | None,
+) -> int:
+    """Every combination of GRID, scored on the development set: the best by mean right-doc-
+    first rate over the sets, among those refusing at least 90% of unanswerable questions
+    in every set. Questions run outermost, so each is embedded once."""
+    names = [c for c in CONSTANTS if retriever not in (None, "lexical") or "SIMILAR" not in c]
+    combos = list(itertools.product(*(GRID[c] for c in names)))
+    grounding.evidence = _hashable(grounding.evidence)
+    tallies = [{s: _Counts() for s in sets} for _ in combos]
+    shipped = {c: getattr(grounding, c) for c in CONSTANTS}
+    for q in questions:
+        for combo, tally in zip(combos, tallies, strict=True):
+            for c, value in zip(names, combo, strict=True):
+                setattr(grounding, c, value)
+            tally[q["set"]].add(q, _outcome(libraries[q["library"]], q, retriever))
+    for c, value in shipped.items():
+        setattr(grounding, c, value)
+    scored = []
+    for combo, tally in zip(combos, tallies, strict=True):
+        refusal = min(c.refused / c.unanswerable for c in tally.values() if c.unanswerable)
+        right = sum(c.right / c.answerable for c in tally.values() if c.answerable) / len(sets)
+        scored.append((refusal >= 0.9, right, refusal, combo, tally))
+    scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
+    print("| " + " | ".join(names) + " | " + " | ".join(sets) + " | mean right first |")
+    print("|" + "--:|" * (len(names) + len(sets) + 1))
+    for ok, right, _, combo, tally in scored[:15]:
+        cells = [
+            f"{c.right}/{c.answerable} first, {c.refused}/{c.unanswerable} refused"
+            for c in tally.values()
+        ]
+        print(
+            f"| {' | '.join(map(str, combo))} | {' | '.join(cells)} | {right:.3f}{'' if ok else ' (refuses < 90%)'} |"
         )
-    answerable = sum(1 for q in questions if q["expected"])
-    summary = (answerable, counts[1], len(questions) - answerable, counts[4])
-    return summary, counts, rows
+    return 0
+
+
+def _hashable(function: Any) -> Any:
+    """`grounding.evidence` keyed by what it depends on (weights and matcher by the terms)."""
+    cache: dict[Any, Any] = {}
+
+    def wrapped(
+        snap: Any, hit: Any, entry: int, weights: Any, matched: Any, similarity: Any
+    ) -> Any:
+        key = (id(snap), entry, tuple(weights.items()), similarity)
+        if key not in cache:
+            cache[key] = function(snap, hit, entry, weights, matched, similarity)
+        return cache[key]
+
+    return wrapped
 
 
 if __name__ == "__main__":

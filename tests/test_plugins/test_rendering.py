@@ -265,3 +265,17 @@ def test_a_plugin_name_resolves_as_mkdocs_resolves_it(
 
     installed = {"search", "material/search", "material/blog", "minify"}
     assert _resolved(name, theme, installed) == expected
+
+
+def test_a_site_named_by_a_relative_path_renders_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugins run in the site's folder: a relative config path given from elsewhere
+    must still name the site there (it once named a folder inside the site's own)."""
+    config = site(tmp_path, {"index.md": INDEX})
+    monkeypatch.chdir(tmp_path)
+    built = build(load_config(Path("site") / "mkdocs.yml"), tmp_path / "bundle", None)
+    assert coded(built.findings, "HB512") == [], coded(built.findings, "HB512")
+    text = contents(tmp_path / "bundle")["index.md"]
+    assert "Say hello to someone by name, as often as asked." in text
+    assert config.exists()

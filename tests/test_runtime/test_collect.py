@@ -20,6 +20,7 @@ from conftest import KEY, PUBLIC, ROOT, VALID_DOC, MakeLibrary, get_json, live, 
 
 import handbook.handlers.ask as ha
 import handbook.handlers.collect as hc
+import handbook.handlers.grounding as hg
 from handbook import Library, Shelf
 from handbook.serve.http import create_app
 from handbook.serve.rpc import register_tools
@@ -497,7 +498,7 @@ def check_grounded(answer: dict[str, Any]) -> None:
     terms, missing = answer["key_terms"], answer["missing_terms"]
     assert set(missing) <= set(terms)
     assert (answer["coverage"] == 1.0) is (not missing)  # weighted: a missing term costs its IDF
-    assert answer["coverage"] >= ha.GROUNDED_COVERAGE
+    assert answer["coverage"] >= hg.GROUNDED_COVERAGE
     assert answer["sources"] and "From " in answer["answer"]
     for source in answer["sources"]:
         assert {
@@ -567,7 +568,7 @@ def test_ask_outside_the_library_is_insufficient(library: Library) -> None:
 def test_ask_borderline_is_insufficient_with_the_closest_sources(library: Library) -> None:
     answer = library.ask("How do I bake sourdough bread over Modbus?")
     assert answer["evidence_state"] == "insufficient"
-    assert answer["coverage"] < ha.GROUNDED_COVERAGE
+    assert answer["coverage"] < hg.GROUNDED_COVERAGE
     assert answer["missing_terms"] == ["bake", "sourdough", "bread"]
     assert (
         answer["sources"] and answer["sources"][0]["document_id"] == MODBUS
@@ -581,7 +582,7 @@ def test_ask_borderline_is_insufficient_with_the_closest_sources(library: Librar
 def test_ask_needs_concentrated_evidence(library: Library) -> None:
     """Every key term is somewhere, each in another passage: not grounded."""
     answer = library.ask("sparkplug baud coils handover", limit=4)
-    assert answer["coverage"] == 1.0 >= ha.GROUNDED_COVERAGE
+    assert answer["coverage"] == 1.0 >= hg.GROUNDED_COVERAGE
     assert (
         answer["evidence_state"] == "insufficient"
     )  # the best passage holds 1 of 4 < GROUNDED_TOP_COVERAGE

@@ -159,7 +159,7 @@ def load_config(path: str | Path = "mkdocs.yml") -> Config:
         mkdocs_places=entry.setting_places,
         site=None
         if entry.site is None
-        else Site(entry.site, entry.settings, entry.site_places or {}),
+        else Site(entry.site.resolve(), entry.settings, entry.site_places or {}),
     )
 
 

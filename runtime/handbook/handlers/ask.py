@@ -1,65 +1,71 @@
 """`ask`: a grounded answer that quotes the library, or an honest "insufficient".
 
-It never writes text of its own. The question's key words (stop words dropped; a long
-question shortened to the term cap by `handbook.search.query_terms`) are searched as plain
-words, and the best passages are quoted with their sources when they cover the
-question. Coverage is weighed: each key term (stemmed) counts by its IDF in the library,
-so "before" or "work", which most passages hold, count little and a model number or a
-rare technical word counts much, and a word the library never uses counts most (its
-absence is the best sign the library does not cover the question). Grounded means at
-least GROUNDED_COVERAGE of the question's weight over the quoted passages and
-GROUNDED_TOP_COVERAGE in the best one alone (evidence must be concentrated, not a word
-here and a word there); bench/README.md says how these were calibrated. Otherwise the
-answer is `insufficient`: the closest passages are listed and the missing terms named,
-and no procedure is offered. `unavailable` when no verified library is loaded.
+It never writes text of its own. The question is read as plain words, never as query
+syntax (`handbook.search.plain_words`); its key words (stop words dropped; a long
+question shortened to the term cap by `handbook.search.query_terms`) rank the passages
+with the retriever asked for, and each candidate is quoted by the sentences or lines
+that hold the question's words (`handbook.handlers.quotes`). Key terms count by their IDF
+in the library, so "before" or "work", which most passages hold, count little, a rare
+technical word much, and a word the library never uses most (its absence is the best sign
+the library does not cover the question). `handbook.handlers.grounding` weighs each
+passage's quote, heading and closeness in meaning, puts sections titled with the
+question's words first, and says whether the quoted passages ground an answer. Otherwise
+the answer is `insufficient`: the closest passages are listed as leads and the missing
+terms named, and no procedure is offered. `unavailable` when no verified library is loaded.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-
-from lunr.stop_word_filter import WORDS as STOP_WORDS
 
 from ..access.actor import CURRENT_ACTOR, id_problem
 from ..answers import AskAnswer, SearchHit, Source
 from ..bounds import json_len, refusal
-from ..search.query import Clause, QueryError
-from ..search.query_terms import Fitted, idf, parse_query
+from ..search import plain_words
+from ..search.query import QueryError
+from ..search.query_terms import Fitted, fit, idf
 from ..search.retriever import Retriever
 from ..search.stemmer import stem
+from . import grounding
 from .citing import AllowedSources
+from .grounding import Evidence
 from .searching import render_hit
 from .snapshot import Snapshot
 
 DEFAULT_ASK_SOURCES = 3
 MAX_ASK_SOURCES = 10
-GROUNDED_COVERAGE = 0.5
-GROUNDED_TOP_COVERAGE = 0.4
+CANDIDATES = 4
+"""Passages ranked per quoted one: the choice among them reorders by heading and support."""
 RESERVE_CHARS = 400
-_WORDS = re.compile(r"\w+")
 _ARROW = " \N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK} "
-
-Passage = tuple[float, str, Snapshot, SearchHit]
-"""(score, ref, library, hit)"""
-
 
 CAUTION_STATES = ("suspect", "contested")
 """Pedigree states that make a grounded answer say so: its quote may no longer be true."""
 
 
-def key_words(text: str) -> list[str]:
-    """The question's words that carry meaning: lowercased, stop words dropped."""
-    words = [w.lower() for w in _WORDS.findall(text)]
-    meaningful = (w for w in words if w not in STOP_WORDS and (not w.isdigit() or len(w) > 1))
-    return list(dict.fromkeys(meaningful))
+def key_words(text: str, libraries: Sequence[Snapshot] = ()) -> list[str]:
+    """The question's words that carry meaning, read as plain words (no query syntax):
+    lowercased, stop words dropped; a token with inner punctuation ("h2a.z") stays whole
+    where one of `libraries` indexes it so."""
+    return plain_words.words(text, _indexed(libraries))
 
 
-def key_terms(text: str) -> list[str]:
+def key_terms(text: str, libraries: Sequence[Snapshot] = ()) -> list[str]:
     """The question's key words as the index holds them: stemmed."""
-    return list(dict.fromkeys(stem(w) for w in key_words(text)))
+    return list(dict.fromkeys(stem(w) for w in key_words(text, libraries)))
+
+
+def question_query(text: str, libraries: Sequence[Snapshot]) -> Fitted:
+    """The question as plain clauses fitted to the term cap (QueryError when too long)."""
+    lexical = [snap.retriever for snap in libraries]
+    clauses = plain_words.clauses(text, _indexed(libraries))
+    return fit(clauses, lambda term: sum(r.document_frequency(term) for r in lexical))
+
+
+def _indexed(libraries: Sequence[Snapshot]) -> Callable[[str], bool]:
+    return lambda term: any(snap.retriever.document_frequency(term) for snap in libraries)
 
 
 def ask(
@@ -98,13 +104,11 @@ def ask(
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_ASK_SOURCES:
         message = f"limit must be a whole number from 1 to {MAX_ASK_SOURCES}"
         return {**refused, "answer": "", "error": refusal("bad_arguments", message)}
-    words = key_words(question)
-    if not words:
-        answer = "The question has no words the library could match (only stop words)."
-        return {**refused, "answer": answer, "key_terms": []}
-    lexical = [snap.retriever for snap in libraries]
-    try:  # the words, not the stems: parsing stems them
-        fitted = parse_query(" ".join(words), lexical)
+    try:
+        fitted = question_query(question, libraries)
+        if not fitted.clauses:
+            answer = "The question has no words the library could match (only stop words)."
+            return {**refused, "answer": answer, "key_terms": []}
         rankers = [snap.retriever_named(retriever) for snap in libraries]
     except QueryError as exc:
         return {**refused, "answer": "", "error": exc.to_dict()}
@@ -129,9 +133,9 @@ def _quoted(
     terms = list(dict.fromkeys(c.term for c in fitted.clauses))
     passages = sum(r.passage_count() for r in lexical)
     weights = {t: idf(sum(r.document_frequency(t) for r in lexical), passages) for t in terms}
-    best = _passages(libraries, rankers, fitted.clauses, question, limit * 2, sources)
+    found = _passages(libraries, rankers, fitted, question, weights, limit, sources)
     while True:
-        out = _answer(best[:limit], weights, names, len(libraries) > 1)
+        out = _answer(found, limit, weights, names, len(libraries) > 1)
         if not max_chars or limit == 1 or json_len(out) + RESERVE_CHARS <= max_chars:
             break
         limit -= 1  # fewer quoted passages, to stay within the operator's response bound
@@ -160,40 +164,46 @@ def _caution(out: AskAnswer) -> str:
 def _passages(
     libraries: Sequence[Snapshot],
     rankers: Sequence[Retriever],
-    clauses: Sequence[Clause],
+    fitted: Fitted,
     question: str,
+    weights: dict[str, float],
     limit: int,
     sources: AllowedSources | None,
-) -> list[Passage]:
-    """The best passages of every library that may be cited, best first."""
-    passages: list[Passage] = []
+) -> list[Evidence]:
+    """The best passages of every library that may be cited, each quoted and weighed
+    (`handbook.handlers.grounding`), in the order ask quotes them."""
+    matched = grounding.matcher(weights)
+    found: list[Evidence] = []
     for snap, ranker in zip(libraries, rankers, strict=True):
         allowed = sources.positions(snap) if sources is not None else None
         if allowed is not None and not allowed:
             continue
-        _, hits = ranker.rank(clauses, limit, docs=allowed, text=question)
-        for hit in hits:
+        _, hits = ranker.rank(fitted.clauses, limit * CANDIDATES, docs=allowed, text=question)
+        close = grounding.closeness(snap, ranker, question, [h.entry for h in hits])
+        for n, hit in enumerate(hits):
+            similarity = close[n] if close is not None else None
             rendered = render_hit(snap, hit)
-            passages.append((rendered["score"], f"{snap.name}:{rendered['id']}", snap, rendered))
-    passages.sort(key=lambda p: (-p[0], p[1], p[3].get("resource", ""), p[3].get("anchor") or ""))
-    return passages
+            found.append(
+                grounding.evidence(snap, rendered, hit.entry, weights, matched, similarity)
+            )
+    found.sort(
+        key=lambda e: (-e.score, e.ref, e.hit.get("resource", ""), e.hit.get("anchor") or "")
+    )
+    return grounding.ordered(found)
 
 
 def _answer(
-    best: list[Passage], weights: dict[str, float], names: str, qualified: bool
+    found: list[Evidence], limit: int, weights: dict[str, float], names: str, qualified: bool
 ) -> AskAnswer:
-    """Quotes when `best` covers enough of the key terms' weight (IDF), else the refusal."""
+    """Quotes the passages that support the question when they ground it
+    (`handbook.handlers.grounding.grounded`), else the refusal with the best as leads."""
     terms = list(weights)
-    covered = [
-        set(terms) & snap.passage_terms(hit["id"], hit.get("anchor"), hit.get("resource"))
-        for _, _, snap, hit in best
-    ]
-    union = set().union(*covered) if covered else set()
-    total = sum(weights.values()) or 1.0
-    coverage = sum(weights[t] for t in union) / total
-    top = max((sum(weights[t] for t in c) for c in covered[:1]), default=0.0) / total
-    sources = [_source(snap, hit) for _, _, snap, hit in best]
-    grounded = bool(best) and coverage >= GROUNDED_COVERAGE and top >= GROUNDED_TOP_COVERAGE
+    supporting = [e for e in found if e.supports][:limit]
+    grounded = grounding.grounded(supporting, weights)
+    shown = supporting if grounded else found[:limit]
+    union = frozenset().union(*(e.covered for e in shown))
+    coverage = grounding.weighed(union, weights)
+    sources = [_source(e.snap, e.hit) for e in shown]
     missing = [t for t in terms if t not in union]
     if grounded:
         lines = [f"From {len(sources)} passage(s) of {names}:"]

@@ -31,8 +31,7 @@ from ..bounds import ENVELOPE_CHARS, fit_items, json_len, refusal
 from ..bundle.catalog import DocEntry
 from ..pedigree.derived import DAY, is_retired
 from ..search.query import QueryError
-from ..search.query_terms import parse_query
-from .ask import key_words
+from .ask import question_query
 from .hit_pages import shrink_excerpts
 from .searching import render_hit
 from .snapshot import Snapshot, compact
@@ -62,11 +61,10 @@ def brief(
     problem = _argument_problem(task, refs, topics, limit)
     if problem:
         return {**empty, "error": refusal("bad_arguments", problem)}
-    words = key_words(" ".join([task, *(topics or ())]))
-    if not words:
-        return {**empty, "hint": "The task has no words the library could match."}
-    try:
-        fitted = parse_query(" ".join(words), [snap.retriever for snap in libraries])
+    try:  # the task is read as plain words: no character in it is query syntax
+        fitted = question_query(" ".join([task, *(topics or ())]), libraries)
+        if not fitted.clauses:
+            return {**empty, "hint": "The task has no words the library could match."}
         rankers = [snap.retriever_named(retriever) for snap in libraries]
     except QueryError as exc:
         return {**empty, "error": exc.to_dict()}

@@ -1,6 +1,7 @@
 """`search`: the best passages for a query, with the words that matched in an excerpt.
 
-Queries use lunr's syntax (`handbook.search.query`); the ranking is the retriever's
+Queries use lunr's syntax (`handbook.search.query`), and the answer's `note` says when an
+operator changed what was asked (`handbook.search.plain_words.syntax_note`); the ranking is the retriever's
 (`handbook.search.retriever`). A hit names its doc and section, so the agent can read exactly
 that part with `get(id, section)`; a hit in a markdown file attached to the doc also
 names the file, read with `resource(id, path, section)`. Over several libraries (a
@@ -17,7 +18,8 @@ from typing import Any
 from ..answers import SearchAnswer, SearchHit
 from ..bounds import check_limit, check_offset, refusal
 from ..search.index import Hit
-from ..search.query import QueryError
+from ..search.plain_words import syntax_note
+from ..search.query import QueryError, parse
 from ..search.query_terms import parse_query
 from ..search.stemmer import stem
 from .hit_pages import page_of_hits
@@ -67,7 +69,8 @@ def search_passages(
     found.sort(key=lambda f: _order(f[0], f[1], qualified))
     page = [_rendered(snap, hit, qualified) for snap, hit in found[start : start + checked]]
     hint = "" if page or total else NO_MATCH_HINT
-    return page_of_hits(page, total, start, hint, max_chars, fitted.note)
+    note = " ".join(n for n in (syntax_note(parse(query)), fitted.note) if n)
+    return page_of_hits(page, total, start, hint, max_chars, note)
 
 
 def _order(snap: Snapshot, hit: Hit, qualified: bool) -> tuple[float, str, str, str]:

@@ -73,6 +73,11 @@ class Retriever(Protocol):
 
     def passage_count(self) -> int: ...
 
+    def closeness(self, text: str, entries: Sequence[int]) -> list[float] | None:
+        """Each entry's closeness in meaning to `text` (cosine of their embeddings), or
+        None for a retriever that reads no meaning."""
+        ...
+
 
 class LexicalRetriever:
     """lunr's ranking, exactly, over the compact search file (`handbook.search.index`)."""
@@ -144,6 +149,9 @@ class LexicalRetriever:
 
     def passage_count(self) -> int:
         return self.index.entries
+
+    def closeness(self, text: str, entries: Sequence[int]) -> list[float] | None:
+        return None
 
 
 def open_retriever(bundle: Bundle) -> LexicalRetriever:

@@ -83,6 +83,7 @@ class SemanticRetriever:
         self.lexical, self.encoder, self.vectors, self.hybrid = lexical, encoder, vectors, hybrid
         index = lexical.index  # every entry's doc, attached files' sections included
         self.entry_doc = np.fromiter(map(index.doc_of, range(index.entries)), dtype=np.int64)
+        self._last: tuple[str, NDArray[np.float32]] | None = None
 
     def rank(
         self,
@@ -119,7 +120,7 @@ class SemanticRetriever:
         """The `depth` passages most similar to `text`, with their cosine similarity."""
         if not text.strip() or not len(self.vectors):
             return {}
-        query = self.encoder.encode_query(text)
+        query = self._embedded(text)
         with blas_threads(self.encoder.threads):  # as measured for the encoder
             similarity = self.vectors @ query
         if docs is not None:
@@ -130,6 +131,22 @@ class SemanticRetriever:
             return {}
         top = np.argpartition(-similarity, depth - 1)[:depth]
         return {int(e): float(similarity[e]) for e in top}
+
+    def _embedded(self, text: str) -> NDArray[np.float32]:
+        """The query's embedding; the last one is kept, as `ask` ranks and then grounds
+        with the same question."""
+        last = self._last
+        if last is not None and last[0] == text:
+            return last[1]
+        query = self.encoder.encode_query(text)
+        self._last = (text, query)
+        return query
+
+    def closeness(self, text: str, entries: Sequence[int]) -> list[float] | None:
+        if not text.strip() or not entries:
+            return [0.0] * len(entries)
+        query = self._embedded(text)
+        return [float(v) for v in self.vectors[list(entries)] @ query]
 
     def passage(self, entry: int) -> Passage:
         return self.lexical.passage(entry)
