@@ -3,10 +3,13 @@ the vendored test key (`KEY`, `PUBLIC`) and the plant-floor example built once w
 
 from __future__ import annotations
 
+import atexit
 import http.client
 import json
 import os
+import shutil
 import socket
+import tempfile
 import textwrap
 import threading
 import time
@@ -27,6 +30,11 @@ from handbook_build import load_config
 from handbook_build.pipeline import build
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# `semantic: true` builds keep vectors in the embedding cache: tests get a folder of their
+# own, never the user's, so no test depends on what an earlier run left there.
+os.environ["HANDBOOK_CACHE_DIR"] = _CACHE = tempfile.mkdtemp(prefix="handbook-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 """Real data nobody here wrote, beside the clone (read-only: tests work on copies). CI

@@ -88,14 +88,17 @@ def build(
     *,
     strict: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    embedding: Callable[[int, int], None] | None = None,
 ) -> BuildResult:
-    """Check, emit, seal and publish. Raises `BuildError` (nothing written) when the check
-    fails, `PublishError` when `out` is reached through a symbolic link; the previous
-    bundle at `out` stays in place on any failure."""
+    """Check, emit, seal and publish; `progress` and `embedding` are told (done, total)
+    as files are checked and (with `semantic: true`) passages embedded. Raises
+    `BuildError` (nothing written) when the check fails, `PublishError` when `out` is
+    reached through a symbolic link; the previous bundle at `out` stays in place on any
+    failure."""
     folders = bundle_folders(config, out)
     with _no_cycle_collection():
         findings, shipment = _passing_check(config, strict, progress)
-        bundles = write_bundles(config, folders, key, shipment)
+        bundles = write_bundles(config, folders, key, shipment, embedding)
     settings = config.audiences
     default = bundles[settings.default if settings else ""]
     return BuildResult(findings, default, bundles if settings else {})

@@ -112,7 +112,8 @@ def test_every_problem_is_reported_at_its_line(tmp_path: Path) -> None:
         "11:7: HB001 handbook.exclude: must be a list of glob patterns",
         "12:7: HB001 handbook.colour: unknown key; expected one of: library, version, vocab, "
         "required, limits, snippet_validators, rules, exclude, list_fields, bundle_dir, "
-        "signing_key, expires, layout, adopt, reviews, default_lang, audiences, semantic, pii, signing, "
+        "signing_key, expires, layout, adopt, reviews, default_lang, audiences, semantic, "
+        "embedding_cache, pii, signing, "
         "strict, lunr_index",
     ]
 

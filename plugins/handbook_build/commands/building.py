@@ -32,6 +32,7 @@ from ..errors import BuildError, ConfigError, ReleaseError, ScaffoldError, Unsig
 from ..findings import Finding, Severity, render_github, render_json, render_text
 from ..rules import RULES
 from ..write.bundles import build_time, expiry
+from .progress import embedding_progress
 
 FORMATS = {"text": render_text, "json": render_json, "github": render_github}
 PROGRESS_MIN_FILES = 200
@@ -236,8 +237,10 @@ def build(
     in_ci = bool(os.environ.get("CI")) and config.signing_required
     key = _signing_key(config, key_file, strict or in_ci, Path(out))
     started = time.perf_counter()
-    with progress_bar("Checking") as progress:
-        built = pipeline.build(config, Path(out), key, strict=strict, progress=progress)
+    with progress_bar("Checking") as progress, embedding_progress() as embedding:
+        built = pipeline.build(
+            config, Path(out), key, strict=strict, progress=progress, embedding=embedding
+        )
     _show(built.findings, explain, strict or config.strict_warnings)
     bundle = built.bundle
     signed = bundle.manifest.signed

