@@ -60,6 +60,15 @@ def queue_markdown(
         out += [_row(item, by_source[item["path"]]) for item in queued]
     else:
         out.append("Nothing needs a reviewer.")
+    out += ["", *_charts(docs, pedigrees, horizon)]
+    return "\n".join(out) + "\n"
+
+
+def _charts(
+    docs: Sequence[DocEntry], pedigrees: Mapping[str, Mapping[str, Any]], horizon: int | None
+) -> list[str]:
+    """The page's two pictures, each under its heading: docs per state, and the days
+    since each doc that is not retired was last confirmed."""
     counts = {s: 0 for s in STATES}
     for doc in docs:
         state = str(pedigrees.get(doc.source, {}).get("state"))
@@ -69,8 +78,12 @@ def queue_markdown(
         for doc in docs
         if pedigrees.get(doc.source, {}).get("state") != "retired"
     ]
-    out += [
-        "",
+    stale = (
+        f"A doc is stale once that is more than {horizon} days ago (the dashed line)."
+        if horizon is not None
+        else "The library sets no horizon, so no doc goes stale."
+    )
+    return [
         "## Docs per state",
         "",
         _figure(states_chart(counts), "Docs per state, worst first."),
@@ -78,16 +91,10 @@ def queue_markdown(
         "## Since each doc was last confirmed",
         "",
         "Confirmed: approved or corroborated, in its current revision, by a reviewer who "
-        "does not own the doc. "
-        + (
-            f"A doc is stale once that is more than {horizon} days ago (the dashed line)."
-            if horizon is not None
-            else "The library sets no horizon, so no doc goes stale."
-        ),
+        f"does not own the doc. {stale}",
         "",
         _figure(staleness_chart(ages, horizon), "Days since each doc was last confirmed."),
     ]
-    return "\n".join(out) + "\n"
 
 
 def _row(item: Mapping[str, Any], doc: DocEntry) -> str:
