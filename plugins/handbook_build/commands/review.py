@@ -223,7 +223,7 @@ def invalidate_command(
 )
 @config_option
 def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -> None:
-    """List the review queue: contested, suspect, under-approved, stale and unreviewed
+    """List the review queue: contested, suspect, under approved, stale and unreviewed
     docs, most urgent first, each with the reason."""
     config = config_with_reviews(config_path)
     assert config.reviews is not None
