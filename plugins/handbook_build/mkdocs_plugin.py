@@ -66,6 +66,8 @@ from .read.source import Text
 from .write import pages, seal
 from .write.bundles import bundle_folders
 from .write.llms import LLMS_FULL, llms_full_txt
+from .write.pedigree_view import bundle_pedigrees, horizon_days
+from .write.review_page import QUEUE_PAGE, QUEUE_URLS, queue_markdown
 
 log = logging.getLogger("mkdocs.plugins.handbook")
 
@@ -127,7 +129,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
         if settings.audiences is not None:  # the site is one audience's: the others' pages go
             self.bundle = built.for_audience(settings.audiences.site)
             _withhold(files, built, self.bundle)
-        self.pedigrees = pages.pedigrees(built.bundle)
+        self.pedigrees = bundle_pedigrees(built.bundle)
         self.docs = pages.by_source(built.bundle.catalog.docs)
         signed = built.bundle.manifest.signed
         log.info(
@@ -140,7 +142,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
                 f"handbook: the bundle is unsigned; "
                 f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
             )
-        _add_generated(files, config, built.bundle, settings)
+        _add_generated(files, config, built.bundle, settings, self.pedigrees)
         return files
 
     def on_page_read_source(self, *, page: Page, config: MkDocsConfig) -> str:
@@ -241,10 +243,18 @@ def _withhold(files: Files, built: BuildResult, site: Bundle) -> None:
             files.remove(page)
 
 
-def _add_generated(files: Files, config: MkDocsConfig, bundle: Bundle, settings: Config) -> None:
-    """The card CSS, the catalog page and, unless the site has its own, `llms.txt` and
-    `llms-full.txt` at the site's root. A site with an explicit `nav` keeps it: the
-    catalog page is built but not added to the nav, and MkDocs does not report it."""
+def _add_generated(
+    files: Files,
+    config: MkDocsConfig,
+    bundle: Bundle,
+    settings: Config,
+    pedigrees: dict[str, dict[str, Any]],
+) -> None:
+    """The card CSS, the catalog page, for a library with reviewers the review-queue page
+    and, unless the site has its own, `llms.txt` and `llms-full.txt` at the site's root.
+    A site with an explicit `nav` keeps it: the catalog and queue pages are built but
+    not added to the nav, and MkDocs does not report them. `pedigrees`: the docs' as of
+    the build, by source path ({} without reviewers)."""
     files.append(File.generated(config, pages.CSS_PATH, content=pages.CSS))
     owner = _llms_owner(files, config)
     if owner is None:
@@ -253,10 +263,24 @@ def _add_generated(files: Files, config: MkDocsConfig, bundle: Bundle, settings:
         log.info(f"handbook: wrote /{LLMS} and /{LLMS_FULL} (Handbook's; also /bundle/{LLMS})")
     else:
         log.info(f"handbook: /{LLMS} is {owner}; Handbook's is /bundle/{LLMS}, and it adds none")
-    if files.get_file_from_path(pages.CATALOG_PAGE) is None:
-        catalog = bundle.catalog
-        content = pages.catalog_markdown(catalog.library, catalog.docs)
-        inclusion = InclusionLevel.NOT_IN_NAV if config.nav else InclusionLevel.UNDEFINED
+    inclusion = InclusionLevel.NOT_IN_NAV if config.nav else InclusionLevel.UNDEFINED
+    catalog = bundle.catalog
+    has_catalog = files.get_file_from_path(pages.CATALOG_PAGE) is None
+    queue = None
+    if pedigrees and not any(files.get_file_from_path(url) for url in QUEUE_URLS):
+        queue = QUEUE_PAGE
+        content = queue_markdown(
+            catalog.library,
+            catalog.docs,
+            pedigrees,
+            horizon_days(bundle),
+            pages.CATALOG_PAGE if has_catalog else None,
+        )
+        files.append(File.generated(config, queue, content=content, inclusion=inclusion))
+    elif pedigrees:
+        log.info(f"handbook: the site has its own /{QUEUE_PAGE}; Handbook adds no review queue")
+    if has_catalog:
+        content = pages.catalog_markdown(catalog.library, catalog.docs, pedigrees, queue)
         files.append(
             File.generated(config, pages.CATALOG_PAGE, content=content, inclusion=inclusion)
         )

@@ -132,16 +132,20 @@ def test_the_answers_on_the_page_are_the_libraries(library: Library) -> None:
 
 
 def test_the_review_queue(tmp_path: Path) -> None:
+    """`handbook reviews` prints what the page shows, the states named as on the site."""
     run = run_cli("reviews", "--config", str(CONFIG), "--at", AT)
     assert run.exit_code == 0
-    assert [line.split()[:2] for line in run.lines] == [
-        ["contested", "procedure.reject-bin"],
-        ["suspect", "guide.line-controller-api"],
-        ["suspect", "procedure.changeover"],
-        ["under_approved", "device.kestrel.cw5"],
-        ["stale", "procedure.labeller-threading"],
-        ["unreviewed", "guide.about"],
-        ["8", "docs:"],
+    text = PAGE.read_text(encoding="utf-8")
+    command = f"$ handbook reviews --at {AT}\n"
+    shown = text[text.index(command) + len(command) :].split("```")[0]
+    assert run.stdout == shown
+    assert [line[:15].strip() for line in run.lines[:-1]] == [
+        "contested",
+        "suspect",
+        "suspect",
+        "under approved",
+        "stale",
+        "unreviewed",
     ]
     queue = json.loads(run_cli("reviews", "--config", str(CONFIG), "--at", AT, "--json").stdout)
     assert [item["state"] for item in queue] == [

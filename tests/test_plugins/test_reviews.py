@@ -251,14 +251,14 @@ def test_reviews_lists_the_queue_most_urgent_first(library: Any) -> None:
         ("guide.stale", "stale", "d.md"),
         ("guide.unreviewed", "unreviewed", "e.md"),
     ]
-    assert run.stderr == "6 docs: 1 contested, 1 suspect, 1 under-approved, 1 stale, 1 unreviewed\n"
+    assert run.stderr == "6 docs: 1 contested, 1 suspect, 1 under approved, 1 stale, 1 unreviewed\n"
 
 
 def test_reviews_annotates_the_docs_for_github(library: Any) -> None:
     library({"c.md": DEVICE}, protected={"kinds": ["device"]})
     run = run_cli("reviews", "--format", "github", "--at", AT)
     assert run.lines == [
-        "::warning file=docs/c.md,line=1::device.x: under_approved: 0 of the 1 approvals it needs"
+        "::warning file=docs/c.md,line=1::device.x: under approved: 0 of the 1 approvals it needs"
     ]
 
 

@@ -7,15 +7,22 @@ the field and doc it was put in) and records each call; a page that ran a payloa
 it. Links and handlers that only run when used are looked for in the DOM: no element
 has an event handler or a script URL but the card's copy button and the body's own,
 which the library allows (`HB403: warn`). test_site_escaping.py reads the same site as
-files."""
+files.
+
+The reviews-site-hostile fixture library does the same through pedigree: signed
+reviews whose bases, an `about` URI and a retirement reason carry script, shown on the
+doc cards, the catalog and the review-queue page (test_review_pages.py reads it as
+files)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 
 import pytest
+from conftest import FIXTURES, KEY_PEM
 from hostile_site import DOCS, PAGES, PAYLOADS, SITE_NAME, build_site, fields, titles
-from site_helpers import chromium, require_browser, served
+from site_helpers import chromium, mkdocs_build, require_browser, served
 
 require_browser()
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -138,3 +145,68 @@ def test_search_shows_titles_as_text(browser: webdriver.Chrome, base_url: str, k
     )
     assert ran(browser) == []
     assert browser.execute_script(ACTIVE) == []
+
+
+REVIEWS_HOSTILE = FIXTURES / "reviews-site-hostile"
+REVIEWS_PAGES = [
+    "",
+    "guides/suspect/",
+    "guides/stale/",
+    "guides/retired/",
+    "guides/unreviewed/",
+    "guides/reviewed/",
+    "devices/under/",
+    "catalog/",
+    "reviews/",
+]
+
+
+@pytest.fixture(scope="module")
+def reviews_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reviews-site-hostile library built with `--strict` at the time its records
+    are made for (2026-04-30T09:00:00Z), when its docs are in every state."""
+    root = tmp_path_factory.mktemp("reviews-site-hostile") / "lib"
+    shutil.copytree(REVIEWS_HOSTILE, root, ignore=shutil.ignore_patterns("site", "build"))
+    mkdocs_build(root, "--strict", key_pem=KEY_PEM, epoch="1777539600")
+    with served(root / "site") as url:
+        yield url
+
+
+@pytest.mark.parametrize("page", REVIEWS_PAGES)
+def test_no_script_runs_from_a_review_or_a_title(
+    browser: webdriver.Chrome, reviews_url: str, page: str
+) -> None:
+    load(browser, reviews_url + page)
+    assert ran(browser) == []
+    assert browser.execute_script(ACTIVE) == []
+    assert (
+        browser.execute_script("return document.querySelectorAll('base, meta[http-equiv]').length")
+        == 0
+    )
+
+
+def test_reviewers_bases_and_titles_read_as_written(
+    browser: webdriver.Chrome, reviews_url: str
+) -> None:
+    load(browser, reviews_url + "reviews/")
+    why = text_of(browser, "article table tbody td:nth-child(4)")
+    assert why[0] == (
+        "1 open contradiction(s): <script>alert('basis@contested')</script>"
+        "<img src=x onerror=alert('basis2@contested')>"
+    )
+    assert why[1] == (
+        "urn:api:<svg/onload=alert('about@suspect')> changed (2026-04-15) after the doc's "
+        "last review"
+    )
+    docs = text_of(browser, "article table tbody td:nth-child(2) a")
+    assert "Contested <script>alert('title@contested')</script>" in docs
+    assert text_of(browser, "figure.hb-chart svg title") == [
+        "Docs per state",
+        "Days since each doc was last confirmed",
+    ]
+    load(browser, reviews_url + "catalog/")
+    assert text_of(browser, ".hb-disagree") == [
+        "declared verified, but contested",
+        "declared field tested, but suspect",
+    ]
+    assert ran(browser) == []

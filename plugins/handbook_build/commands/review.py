@@ -22,11 +22,10 @@ from ..checks.reviews import ledger_of, reviewers_of, write_record
 from ..config.settings import Config, load_config
 from ..safe_paths import checked_from
 from ..write.emit import entry_of
+from ..write.pedigree_view import queue, reason, state_name, summary
 from .building import BuildCommand, config_option, progress_bar
 
 REVIEW_KEY_ENV = "HANDBOOK_REVIEW_KEY"
-QUEUE_STATES = ("contested", "suspect", "under_approved", "stale", "unreviewed")
-"""The states `handbook reviews` lists, most urgent first."""
 
 key_option = click.option(
     "--key",
@@ -224,7 +223,7 @@ def invalidate_command(
 )
 @config_option
 def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -> None:
-    """List the review queue: contested, suspect, under-approved, stale and unreviewed
+    """List the review queue: contested, suspect, under approved, stale and unreviewed
     docs, most urgent first, each with the reason."""
     config = config_with_reviews(config_path)
     assert config.reviews is not None
@@ -232,31 +231,21 @@ def reviews_command(fmt: str, as_json: bool, at: str | None, config_path: str) -
         result = pipeline.check(config, progress)
     ledger = ledger_of(config.reviews, result.records)
     now = time_of(at)
-    queue = []
-    for doc in result.docs:
-        entry = entry_of(doc, config, result.resources)
-        pedigree = ledger.pedigree(entry, now)
-        if pedigree["state"] in QUEUE_STATES:
-            queue.append({"id": entry.id, "path": doc.path, **pedigree})
-    queue.sort(key=lambda item: (QUEUE_STATES.index(item["state"]), item["id"]))
+    entries = [(doc.path, entry_of(doc, config, result.resources)) for doc in result.docs]
+    queued = queue((entry.id, path, ledger.pedigree(entry, now)) for path, entry in entries)
     prefix = os.path.relpath(config.docs_dir) + "/"
     if as_json or fmt == "json":
-        click.echo(json.dumps(queue, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(queued, indent=2, ensure_ascii=False))
     elif fmt == "github":
-        for item in queue:
-            why = item.get("verify_first") or "no review of its current revision"
+        for item in queued:
             click.echo(
-                f"::warning file={prefix}{item['path']},line=1::{item['id']}: {item['state']}: {why}"
+                f"::warning file={prefix}{item['path']},line=1::{item['id']}: "
+                f"{state_name(item['state'])}: {reason(item)}"
             )
     else:
-        for item in queue:
-            why = item.get("verify_first", "")
-            click.echo(f"{item['state']:<15} {item['id']}  {why}".rstrip())
-    counts = {s: sum(1 for i in queue if i["state"] == s) for s in QUEUE_STATES}
-    summary = ", ".join(f"{n} {s.replace('_', '-')}" for s, n in counts.items() if n)
-    click.echo(
-        f"{len(result.docs)} docs: {summary or 'nothing to review'}", err=fmt != "text" or as_json
-    )
+        for item in queued:
+            click.echo(f"{state_name(item['state']):<15} {item['id']}  {reason(item)}")
+    click.echo(summary(queued, len(result.docs)), err=fmt != "text" or as_json)
 
 
 def signed(record: Record, private: Any) -> Record:

@@ -46,6 +46,7 @@ from ..read.plain_text import plain_text
 from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
+from .pedigree_view import records_pedigrees
 from .seal import BundleWriter
 from .search_file import search_file
 from .sections import (
@@ -104,7 +105,8 @@ def emit(
     writer.write(
         TOOLS, (json.dumps(tools, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode()
     )
-    writer.write(LLMS, llms_txt(catalog, config).encode("utf-8"))
+    pedigrees = records_pedigrees(config.reviews, records, catalog)
+    writer.write(LLMS, llms_txt(catalog, config, pedigrees).encode("utf-8"))
     return catalog
 
 

@@ -14,7 +14,6 @@ write markdown, with its raw HTML, in the body; their frontmatter is text.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,17 +24,14 @@ from urllib.parse import quote
 import yaml
 
 from handbook.bundle.catalog import DocEntry, LibraryInfo
-from handbook.bundle.layout import REVIEWS
-from handbook.bundle.local import Bundle
-from handbook.bundle.manifest import utc_seconds
-from handbook.pedigree.derived import ledger_of
+
+from .pedigree_view import STATES, as_of, sentence, state_name
 
 CSS_PATH = "assets/handbook/handbook.css"
 CATALOG_PAGE = "catalog.md"
-PEDIGREE_STATES = frozenset(
-    {"reviewed", "unreviewed", "stale", "under_approved", "suspect", "contested", "retired"}
-)
 BADGE_TEXT = {"verified": "verified", "field_tested": "field tested", "unverified": "unverified"}
+DISPUTED = frozenset({"contested", "suspect"})
+"""Derived states that contradict a declared `verified` or `field_tested`."""
 
 CSS = """\
 /* Handbook: doc header cards and the catalog. Colours come from Material's palette
@@ -81,6 +77,20 @@ CSS = """\
 .md-typeset .hb-keywords { margin: 0.3rem 0 0; color: var(--md-default-fg-color--light); }
 .md-typeset .hb-keywords span { margin-right: 0.3rem; }
 .md-typeset .hb-links { margin: 0.3rem 0 0; font-size: 0.65rem; }
+.hb-state { font-weight: 700; white-space: nowrap; }
+.hb-state--reviewed { color: #2e7d32; }
+.hb-state--unreviewed, .hb-state--stale, .hb-state--under_approved { color: #b26a00; }
+.hb-state--suspect, .hb-state--contested, .hb-state--retired { color: #c62828; }
+.md-typeset .hb-disagree { color: #c62828; font-size: 0.65rem; }
+.md-typeset .hb-as-of { color: var(--md-default-fg-color--light); font-size: 0.7rem; }
+.md-typeset .hb-chart svg { max-width: 100%; height: auto; font-family: var(--md-text-font-family); }
+.hb-chart .hb-bar--reviewed { fill: #2e7d32; }
+.hb-chart .hb-bar--unreviewed, .hb-chart .hb-bar--stale, .hb-chart .hb-bar--under_approved { fill: #b26a00; }
+.hb-chart .hb-bar--suspect, .hb-chart .hb-bar--contested, .hb-chart .hb-bar--retired { fill: #c62828; }
+.hb-chart .hb-bar--past { fill: #c62828; }
+.hb-chart .hb-bar--within { fill: #2e7d32; }
+.hb-chart text { fill: var(--md-default-fg-color); font-size: 12px; }
+.hb-chart .hb-horizon { stroke: var(--md-default-fg-color--light); stroke-dasharray: 4 3; }
 """
 
 COPY_SCRIPT = (
@@ -98,20 +108,11 @@ def badge(state: str) -> str:
     )
 
 
-def pedigrees(bundle: Bundle) -> dict[str, dict[str, Any]]:
-    """Each doc's pedigree (by source path) as of the build, for its card; {} for a library
-    without reviewers. Agents get theirs derived at the time they ask."""
-    if REVIEWS not in bundle.manifest.signed.files:
-        return {}
-    ledger = ledger_of(json.loads(bundle.read(REVIEWS)))
-    now = utc_seconds(bundle.manifest.signed.built_at) or 0
-    return {doc.source: ledger.pedigree(doc, now) for doc in bundle.catalog.docs}
-
-
-def pedigree_line(pedigree: dict[str, Any]) -> str:
-    """The card's line on who vouched for the doc, escaped like every value."""
+def pedigree_line(pedigree: dict[str, Any], built_at: str) -> str:
+    """The card's line on who vouched for the doc, as of the build at `built_at`, escaped
+    like every value."""
     state = str(pedigree.get("state", ""))
-    facts = [state.replace("_", " "), f"confidence {pedigree.get('confidence', '')}"]
+    facts = [state_name(state), f"confidence {pedigree.get('confidence', '')}"]
     if "approvals_required" in pedigree:
         facts.append(f"{pedigree.get('approvals')} of {pedigree['approvals_required']} approvals")
     last = pedigree.get("last_reviewed")
@@ -119,10 +120,10 @@ def pedigree_line(pedigree: dict[str, Any]) -> str:
         facts.append(f"last reviewed {str(last.get('at', ''))[:10]} by {last.get('by')}")
     if "verify_first" in pedigree:
         facts.append(f"verify first: {pedigree['verify_first']}")
-    known = state if state in PEDIGREE_STATES else "unreviewed"
+    known = state if state in STATES else "unreviewed"
     return (
         f'<p class="hb-pedigree hb-pedigree--{known}" data-search-exclude>'
-        f"{escape(' · '.join(facts))} <small>(as of the build)</small></p>"
+        f"{escape(' · '.join(facts))} <small>({escape(as_of(built_at))})</small></p>"
     )
 
 
@@ -156,7 +157,7 @@ def header_card(
         badge(doc.verified),
         "</p>",
         f'<dl class="hb-facts" data-search-exclude>{shown}</dl>' if shown else "",
-        pedigree_line(pedigree) if pedigree else "",
+        pedigree_line(pedigree, library.built_at) if pedigree else "",
         f'<p class="hb-summary">{escape(doc.summary)}</p>',
         f'<p class="hb-keywords"><span>keywords</span> {escape(", ".join(words))}</p>'
         if words
@@ -181,11 +182,18 @@ def insert_card(markdown: str, card: str) -> str:
     return f"{card}\n\n{markdown}"
 
 
-def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
+def catalog_markdown(
+    library: LibraryInfo,
+    docs: Sequence[DocEntry],
+    pedigrees: Mapping[str, Mapping[str, Any]] | None = None,
+    queue_page: str | None = None,
+) -> str:
     """The catalog page: every doc grouped by kind (in the vocabulary's order), with its
-    summary and verified state; links are to the docs' source files, which MkDocs
-    resolves and checks like any other link. Every value is text (`_md`), every link
-    target a percent-encoded path."""
+    summary and declared verified state; with `pedigrees` (by source path, as of the
+    build: a library with reviewers) also each doc's derived state, confidence and last
+    review, and a note where the two disagree. Links are to the docs' source files (and
+    `queue_page`), which MkDocs resolves and checks like any other link. Every value is
+    text (`md_text`), every link target a percent-encoded path."""
     kinds = list(library.vocab.get("kind", ()))
     kinds += sorted({d.kind for d in docs} - set(kinds))
     out = [
@@ -198,22 +206,76 @@ def catalog_markdown(library: LibraryInfo, docs: Sequence[DocEntry]) -> str:
         "",
         "# Catalog",
         "",
-        f"{len(docs)} docs in **{_md(library.title or library.name)}** {_md(library.version)}. "
+        f"{len(docs)} docs in **{md_text(library.title or library.name)}** {md_text(library.version)}. "
         "Agents load the same docs from the signed bundle ([llms.txt](llms.txt)).",
     ]
+    if pedigrees:
+        out += ["", *_pedigree_intro(library, docs, pedigrees, queue_page)]
+    head = "| doc | id | summary | state |"
+    if pedigrees:
+        head = "| doc | id | summary | declared | pedigree | confidence | last reviewed |"
     for kind in kinds:
         members = sorted(
             (d for d in docs if d.kind == kind), key=lambda d: (d.title.casefold(), d.id)
         )
         if not members:
             continue
-        out += ["", f"## {_md(kind)}", "", "| doc | id | summary | state |", "|---|---|---|---|"]
+        out += ["", f"## {md_text(kind)}", "", head, "|---" * head.count(" | ") + "|---|"]
         for doc in members:
-            out.append(
-                f"| [{_md(doc.title)}]({quote(doc.source)}) | <code>{_md(doc.id)}</code> "
-                f"| {_md(doc.summary)} | {badge(doc.verified)} |"
+            row = (
+                f"| [{md_text(doc.title)}]({quote(doc.source)}) | <code>{md_text(doc.id)}</code> "
+                f"| {md_text(doc.summary)} | {badge(doc.verified)} |"
             )
+            if pedigrees:
+                row += _pedigree_cells(doc, pedigrees.get(doc.source, {}))
+            out.append(row)
     return "\n".join(out) + "\n"
+
+
+def _pedigree_intro(
+    library: LibraryInfo,
+    docs: Sequence[DocEntry],
+    pedigrees: Mapping[str, Mapping[str, Any]],
+    queue_page: str | None,
+) -> list[str]:
+    """What the catalog of a library with reviewers says before its tables: when, what
+    the two columns mean, and how many docs are in each state."""
+    states = [str(pedigrees.get(d.source, {}).get("state")) for d in docs]
+    counted = " · ".join(f"{states.count(s)} {state_name(s)}" for s in STATES if s in states)
+    queue = ""
+    if queue_page:
+        queue = f" The [review queue]({quote(queue_page)}) lists what needs a reviewer."
+    return [
+        f'<p class="hb-as-of">{md_text(sentence(as_of(library.built_at)))}</p>',
+        "",
+        "**Declared** is the `verified` field the doc's author wrote in its frontmatter: "
+        "what the author claims.",
+        "**Pedigree** is the state derived from the library's signed reviews when the site "
+        "was built: what reviewers vouched for, the first that holds of "
+        f"{', '.join(state_name(s) for s in STATES)}.{queue}",
+        "",
+        f"States: {counted}.",
+    ]
+
+
+def _pedigree_cells(doc: DocEntry, pedigree: Mapping[str, Any]) -> str:
+    """A catalog row's pedigree cells: the state (and whether the declared state says
+    otherwise), the confidence, and the last review, when and by whom."""
+    state = str(pedigree.get("state", ""))
+    known = state if state in STATES else "unreviewed"
+    cell = f'<span class="hb-state hb-state--{known}">{md_text(state_name(state))}</span>'
+    if doc.verified in ("verified", "field_tested") and state in DISPUTED:
+        cell += (
+            f'<br><strong class="hb-disagree">declared {md_text(BADGE_TEXT[doc.verified])}, '
+            f"but {md_text(state_name(state))}</strong>"
+        )
+    last = pedigree.get("last_reviewed")
+    when = ""
+    if isinstance(last, Mapping):
+        when = md_text(
+            f"{str(last.get('at', ''))[:10]} by {last.get('by', '')} ({last.get('verdict', '')})"
+        )
+    return f" {cell} | {md_text(str(pedigree.get('confidence', '')))} | {when or 'never'} |"
 
 
 def page_url(path: str, use_directory_urls: bool) -> str:
@@ -288,7 +350,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _md(text: str) -> str:
+def md_text(text: str) -> str:
     """`text` shown as it is in a markdown table cell: on one line, with every ASCII
     punctuation character as a numeric entity, since any of them may start syntax
     (`[`, `(` and `]` a link, `|` a cell, `<` HTML, `{` attributes, `:` an emoji)."""
