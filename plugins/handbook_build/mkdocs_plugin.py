@@ -125,12 +125,15 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
             return files
         built, signed_with, replacing = made
         _log_findings(built.findings, loud=settings.strict_warnings)
-        self.bundle = built.bundle
-        if settings.audiences is not None:  # the site is one audience's: the others' pages go
-            self.bundle = built.for_audience(settings.audiences.site)
-            _withhold(files, built, self.bundle)
-        self.pedigrees = bundle_pedigrees(built.bundle)
-        self.docs = pages.by_source(built.bundle.catalog.docs)
+        # The site is one audience's: the others' pages go, and everything generated for
+        # people (cards, catalog, queue, llms.txt) comes from that audience's bundle.
+        site = built.bundle
+        if settings.audiences is not None:
+            site = built.for_audience(settings.audiences.site)
+            _withhold(files, built, site)
+        self.bundle = site
+        self.pedigrees = bundle_pedigrees(site)
+        self.docs = pages.by_source(site.catalog.docs)
         signed = built.bundle.manifest.signed
         log.info(
             f"handbook: bundle {signed.library} {signed.version} with {signed.docs} docs "
@@ -142,7 +145,7 @@ class HandbookPlugin(BasePlugin[HandbookConfig]):
                 f"handbook: the bundle is unsigned; "
                 f"set ${SIGNING_KEY_ENV} or handbook.signing_key to sign it"
             )
-        _add_generated(files, config, built.bundle, settings, self.pedigrees)
+        _add_generated(files, config, site, settings, self.pedigrees)
         return files
 
     def on_page_read_source(self, *, page: Page, config: MkDocsConfig) -> str:

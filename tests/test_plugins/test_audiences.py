@@ -113,6 +113,22 @@ def test_the_site_is_built_for_one_audience(tmp_path: Path) -> None:
     ] == []
 
 
+def test_a_site_for_a_narrower_audience_than_the_default_shows_only_its_docs(
+    tmp_path: Path,
+) -> None:
+    """The generated pages (catalog, llms.txt) come from the site's audience's bundle,
+    not the default's: a public site beside a staff default names no staff doc."""
+    root = tmp_path / "access"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build"))
+    config = root / "mkdocs.yml"
+    config.write_text(config.read_text().replace("default: public", "default: staff"))
+    done = run("mkdocs", "build", "--site-dir", str(root / "site"), cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert (root / "site" / "llms.txt").is_file()
+    assert [w for w in STAFF_ONLY if w.lower().encode() in every_byte(root / "site").lower()] == []
+    assert b"interlock" in (root / "build" / "bundle" / "catalog.json").read_bytes().lower()
+
+
 def test_each_principal_is_served_its_audience_only(built: Path, tmp_path: Path) -> None:
     """A token for customer:acme never sees staff's docs nor the reverse; a principal
     whose audience is not served is refused; the bundle files follow the audience too."""
