@@ -50,8 +50,8 @@ SIMILAR_FLOOR = 0.0
 HEADING_MATCH = 0.5
 PREFIX_CHARS = 5
 SHOUTED = 0.5
-"""Share of a question's words written with capitals above which capitals name nothing
-(a title-cased or shouted question): then only words with a digit are names."""
+"""Share of a question's stop words written with a capital above which capitals name
+nothing (a title-cased or shouted question): then only words with a digit are names."""
 _TOKEN = re.compile(r"[^\s\-]+")
 _EDGE = re.compile(r"^\W+|\W+$")
 _PARTS = re.compile(r"\w+")
@@ -182,13 +182,13 @@ def names(question: str, terms: Collection[str]) -> list[str]:
     """The question's words that name something, lowercased and trimmed: those with a
     digit, and those with a capital that is not a sentence's first letter ("Netlify",
     "PDF", "JavaScript"; not "Which" or "How"). Only words whose stems are key `terms`
-    count ("I" is a stop word). When more than SHOUTED of its words have capitals, the
+    count ("I" is a stop word). When more than SHOUTED of its stop words ("the", "on")
+    have capitals where a sentence puts none (a title-cased or shouted question), the
     capitals say nothing and only words with a digit are names."""
     tokens = [(m.group(), _sentence_start(question, m.start())) for m in _TOKEN.finditer(question)]
-    capitalised = [t for t, _ in tokens if any(c.isupper() for c in t)]
-    shouted = len(capitalised) > SHOUTED * max(
-        1, sum(any(c.isalpha() for c in t) for t, _ in tokens)
-    )
+    styled = [w for t, first in tokens if not first and (w := _EDGE.sub("", t)) != "I"]
+    small = [w for w in styled if w.lower() in STOP_WORDS]  # never names: their capitals are style
+    shouted = sum(w[:1].isupper() for w in small) > SHOUTED * len(small)
     found: list[str] = []
     for token, first in tokens:
         word = _EDGE.sub("", token)
