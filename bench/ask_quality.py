@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     libraries, docs = {}, {}
     for name, config in spec["libraries"].items():
         out = OUT / f"{name}-{'vectors' if vectors else 'lexical'}"
-        build(dataclasses.replace(load_config(_site(name, config)), semantic=vectors), out, None)
+        site = _site(name, config, out.name)
+        build(dataclasses.replace(load_config(site), semantic=vectors), out, None)
         libraries[name] = Library.open(out, allow_unsigned=True)
         catalog = json.loads((out / "catalog.json").read_text("utf-8"))
         docs[name] = {d.get("source"): d["id"] for d in catalog["docs"]}
@@ -127,13 +128,14 @@ def _merged(paths: list[Path]) -> dict[str, Any]:
     return {"libraries": libraries, "questions": questions}
 
 
-def _site(name: str, config: str) -> Path:
+def _site(name: str, config: str, copy_name: str) -> Path:
     """The site's configuration: an example of this repository in place, or a real site
-    copied (the data is never edited) and adopted as it stands."""
+    copied (the data is never edited) and adopted as it stands; each build its own copy
+    (`copy_name`), so a lexical and a hybrid run may go side by side."""
     if (ROOT / config).exists():
         return ROOT / config
     tree = Path(config).parts[0]
-    copy = OUT / "sites" / name
+    copy = OUT / "sites" / copy_name
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(REAL_SITES / tree, copy / tree)
     site = (copy / config).parent
@@ -228,7 +230,8 @@ def _sweep(
     scored = []
     for combo, tally in zip(combos, tallies, strict=True):
         refusal = min(c.refused / c.unanswerable for c in tally.values() if c.unanswerable)
-        right = sum(c.right / c.answerable for c in tally.values() if c.answerable) / len(sets)
+        answerable = [c.right / c.answerable for c in tally.values() if c.answerable]
+        right = sum(answerable) / len(answerable)
         scored.append((refusal >= 0.9, right, refusal, combo, tally))
     scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
     print("| " + " | ".join(names) + " | " + " | ".join(sets) + " | mean right first |")

@@ -43,9 +43,9 @@ from ..search.stemmer import stem
 from .quotes import Matcher, quote, stems
 from .snapshot import Snapshot
 
-GROUNDED_COVERAGE = 0.4
+GROUNDED_COVERAGE = 0.55
 GROUNDED_TOP_COVERAGE = 0.4
-GROUNDED_SIMILARITY = 0.5
+GROUNDED_SIMILARITY = 0.575
 SIMILAR_FLOOR = 0.0
 HEADING_MATCH = 0.5
 PREFIX_CHARS = 5
