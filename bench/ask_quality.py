@@ -1,12 +1,14 @@
 """How often `ask` is grounded with the right source first, and how often it says
-`insufficient` when the library cannot answer, on a question set: the development set
-`ask_questions.json` (over the example libraries; the grounding constants are tuned on
-it with --sweep) or the held-out set `ask_heldout.json` (over real sites in
-../shared/data/real-sites/, adopted as they stand from copies; never tuned on: --sweep
-refuses it). Libraries are built into build/bench/ask/.
+`insufficient` when the library cannot answer, on question sets: the development sets
+`ask_questions.json` (over the example libraries) and `ask_dev_sites.json` (over the real
+sites in ../shared/data/real-sites/ that are not held out), on which the grounding
+constants are tuned with --sweep, or the held-out set `ask_heldout.json` (over two other
+real sites; never tuned on: --sweep refuses it). Real sites are adopted as they stand
+from copies. Libraries are built into build/bench/ask/.
 
-Usage: python bench/ask_quality.py [--questions FILE] [--retriever hybrid] [--details]
-       python bench/ask_quality.py --sweep [--retriever hybrid]   (development set only)
+Usage: python bench/ask_quality.py [--questions FILE[,FILE]] [--retriever hybrid] [--details]
+       python bench/ask_quality.py --sweep [--retriever hybrid]   (development sets only)
+With several files, each set is named after its file ("dev_sites:unanswerable").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from handbook_build.tasks.adopt_site import adopt_site
 ROOT = Path(__file__).resolve().parent.parent
 REAL_SITES = ROOT.parent / "shared" / "data" / "real-sites"
 OUT = ROOT / "build" / "bench" / "ask"
+DEVELOPMENT = ("ask_questions.json", "ask_dev_sites.json")
 CONSTANTS = (
     "GROUNDED_TOP_COVERAGE",
     "GROUNDED_COVERAGE",
@@ -47,7 +50,11 @@ GRID = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--questions", default=str(ROOT / "bench" / "ask_questions.json"))
+    parser.add_argument(
+        "--questions",
+        default=",".join(str(ROOT / "bench" / f) for f in DEVELOPMENT),
+        help="question files, comma-separated (default: both development sets)",
+    )
     parser.add_argument("--details", action="store_true", help="print every question's outcome")
     parser.add_argument("--retriever", default=None, help="lexical (default), semantic or hybrid")
     parser.add_argument("--sweep", action="store_true", help="calibration on the development set")
@@ -61,15 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.grid:
         name, _, values = item.partition("=")
         GRID[name] = tuple(float(v) for v in values.split(","))
-    path = Path(args.questions)
-    spec = json.loads(path.read_text())
-    if args.sweep and "heldout" in path.name:
-        parser.error(f"{path.name} is the held-out set: it is never tuned on")
+    paths = [Path(p) for p in args.questions.split(",")]
+    if args.sweep and any("heldout" in p.name for p in paths):
+        parser.error("ask_heldout.json is the held-out set: it is never tuned on")
+    spec = _merged(paths)
     vectors = args.retriever not in (None, "lexical")
     libraries, docs = {}, {}
     for name, config in spec["libraries"].items():
         out = OUT / f"{name}-{'vectors' if vectors else 'lexical'}"
-        build(dataclasses.replace(load_config(_site(name, config)), semantic=vectors), out, None)
+        site = _site(name, config, out.name)
+        build(dataclasses.replace(load_config(site), semantic=vectors), out, None)
         libraries[name] = Library.open(out, allow_unsigned=True)
         catalog = json.loads((out / "catalog.json").read_text("utf-8"))
         docs[name] = {d.get("source"): d["id"] for d in catalog["docs"]}
@@ -79,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(questions, libraries, sets, args.retriever)
     shipped = ", ".join(f"{c} {getattr(grounding, c)}" for c in CONSTANTS)
     print(
-        f"ask on {len(questions)} questions of {path.name} over {len(libraries)} libraries "
+        f"ask on {len(questions)} questions of {', '.join(p.name for p in paths)} over "
+        f"{len(libraries)} libraries "
         f"(retriever {args.retriever or 'lexical'}; {shipped})\n"
     )
     counts = {s: _Counts() for s in sets}
@@ -103,13 +112,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _site(name: str, config: str) -> Path:
+def _merged(paths: list[Path]) -> dict[str, Any]:
+    """The question files as one: libraries joined (a name in two files is an error), and
+    with several files each question's set prefixed by its file's name."""
+    libraries: dict[str, str] = {}
+    questions: list[dict[str, Any]] = []
+    for path in paths:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        if clash := set(libraries) & set(spec["libraries"]):
+            raise SystemExit(f"{path}: libraries {sorted(clash)} are in another file too")
+        libraries |= spec["libraries"]
+        prefix = f"{path.stem.removeprefix('ask_')}:" if len(paths) > 1 else ""
+        for q in spec["questions"]:
+            questions.append({**q, "set": prefix + q.get("set", "original")})
+    return {"libraries": libraries, "questions": questions}
+
+
+def _site(name: str, config: str, copy_name: str) -> Path:
     """The site's configuration: an example of this repository in place, or a real site
-    copied (the data is never edited) and adopted as it stands."""
+    copied (the data is never edited) and adopted as it stands; each build its own copy
+    (`copy_name`), so a lexical and a hybrid run may go side by side."""
     if (ROOT / config).exists():
         return ROOT / config
     tree = Path(config).parts[0]
-    copy = OUT / "sites" / name
+    copy = OUT / "sites" / copy_name
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(REAL_SITES / tree, copy / tree)
     site = (copy / config).parent
@@ -204,7 +230,8 @@ def _sweep(
     scored = []
     for combo, tally in zip(combos, tallies, strict=True):
         refusal = min(c.refused / c.unanswerable for c in tally.values() if c.unanswerable)
-        right = sum(c.right / c.answerable for c in tally.values() if c.answerable) / len(sets)
+        answerable = [c.right / c.answerable for c in tally.values() if c.answerable]
+        right = sum(answerable) / len(answerable)
         scored.append((refusal >= 0.9, right, refusal, combo, tally))
     scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
     print("| " + " | ".join(names) + " | " + " | ".join(sets) + " | mean right first |")

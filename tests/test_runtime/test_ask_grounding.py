@@ -11,6 +11,7 @@ from handbook import Library
 from handbook.handlers import grounding
 from handbook.handlers.quotes import quote, units
 from handbook.search import plain_words
+from handbook.search.stemmer import stem
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -202,3 +203,71 @@ def test_search_note_keeps_the_shortening_note(library: Library) -> None:
 
 def test_grounded_needs_a_supporting_first_passage() -> None:
     assert not grounding.grounded([], {"port": 1.0})
+
+
+def test_a_near_topic_question_naming_what_the_library_never_names_is_refused(
+    library: Library,
+) -> None:
+    # the same question without the name is grounded on the install section
+    plain = library.ask("How do I install the collector in a workflow step?")
+    assert plain["evidence_state"] == "grounded", plain["answer"]
+    answer = library.ask("How do I install the collector in a Jenkins workflow step?")
+    assert answer["evidence_state"] == "insufficient", answer["answer"]
+    assert "jenkin" in answer["missing_terms"]
+    assert answer["sources"] and "\u201c" not in answer["answer"]  # leads, nothing quoted
+
+
+def test_a_stem_prefix_never_stands_for_a_name(library: Library) -> None:
+    # "colour" covers "colourama" by prefix, but a name must be held as written
+    answer = library.ask("Which Colourama schemes does the site ship for dark mode?")
+    assert answer["evidence_state"] == "insufficient", answer["answer"]
+    assert "colourama" in answer["missing_terms"]
+    assert library.ask("Which colour schemes does the site ship for dark mode?")[
+        "evidence_state"
+    ] == ("grounded")
+
+
+def test_a_paraphrase_keeping_its_names_is_still_grounded(library: Library) -> None:
+    answer = library.ask(
+        "Where does the collector's configuration live when GitHub Actions runs it?"
+    )
+    assert answer["evidence_state"] == "grounded", answer["answer"]
+    assert answer["sources"][0]["document_id"] == "guide.actions"
+    assert "github" not in answer["missing_terms"]
+    assert grounding.names(answer["answer"], {"github", "action"}) == ["github", "actions"]
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("Which Node.js version does MkDocs 1.7.0 need?", ["node.js", "mkdocs", "1.7.0"]),
+        ("How do I export to PDF? Which tool renders PlantUML?", ["pdf", "plantuml"]),
+        ("Can I read the EM3 over BACnet/IP?", ["em3", "bacnet/ip"]),
+        ("What is exception code 04?", ["04"]),
+        ("How Do I Install The Collector On Version 2.7?", ["2.7"]),  # capitals say nothing
+        ("HOW DO I INSTALL THE COLLECTOR?", []),
+        ("how do i install the collector?", []),
+        ("Which The I A?", []),  # stop words are never names
+    ],
+)
+def test_names_are_words_with_a_digit_or_a_capital_no_sentence_puts_there(
+    question: str, named: list[str]
+) -> None:
+    terms = {stem(w) for w in plain_words.words(question)} | {"node.j", "1.7.0", "2.7"}
+    assert grounding.names(question, terms) == named
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Zorblax quuxified flimflam wibbleton?",
+        "the and of it is was",
+        "install collector " * 600,  # 10,800 characters
+        "<div><img src=x onerror=alert(1)></div> <script>fetch('//x')</script> ## **Title** [a](b)",
+        "```\n{{ config }}\n``` | --- | :--: |\n> [!NOTE]\n{% raw %}",
+    ],
+)
+def test_hostile_questions_are_never_grounded(library: Library, question: str) -> None:
+    answer = library.ask(question)
+    assert answer["evidence_state"] == "insufficient", answer["answer"]
+    assert "\u201c" not in answer["answer"]

@@ -134,8 +134,9 @@ def _quoted(
     passages = sum(r.passage_count() for r in lexical)
     weights = {t: idf(sum(r.document_frequency(t) for r in lexical), passages) for t in terms}
     found = _passages(libraries, rankers, fitted, question, weights, limit, sources)
+    named = grounding.names(question, weights)
     while True:
-        out = _answer(found, limit, weights, names, len(libraries) > 1)
+        out = _answer(found, limit, weights, named, names, len(libraries) > 1)
         if not max_chars or limit == 1 or json_len(out) + RESERVE_CHARS <= max_chars:
             break
         limit -= 1  # fewer quoted passages, to stay within the operator's response bound
@@ -193,15 +194,23 @@ def _passages(
 
 
 def _answer(
-    found: list[Evidence], limit: int, weights: dict[str, float], names: str, qualified: bool
+    found: list[Evidence],
+    limit: int,
+    weights: dict[str, float],
+    named: list[str],
+    names: str,
+    qualified: bool,
 ) -> AskAnswer:
     """Quotes the passages that support the question when they ground it
-    (`handbook.handlers.grounding.grounded`), else the refusal with the best as leads."""
+    (`handbook.handlers.grounding.grounded`), else the refusal with the best as leads.
+    A name of the question (`named`) that the shown passages do not hold exactly is
+    missing even where a stem prefix covered it."""
     terms = list(weights)
     supporting = [e for e in found if e.supports][:limit]
-    grounded = grounding.grounded(supporting, weights)
+    grounded = grounding.grounded(supporting, weights, named)
     shown = supporting if grounded else found[:limit]
-    union = frozenset().union(*(e.covered for e in shown))
+    absent = {stem(w) for n in grounding.unheld(shown, named) for w in key_words(n)}
+    union = frozenset().union(*(e.covered for e in shown)) - absent
     coverage = grounding.weighed(union, weights)
     sources = [_source(e.snap, e.hit) for e in shown]
     missing = [t for t in terms if t not in union]
