@@ -22,6 +22,7 @@ from ..serve.request_log import KEY_ENV, RequestLog
 from ..tools.served import Served
 from .inbox_options import inbox_options
 from .queries import Sources, bundle_options
+from .tool_options import exposing, tools_option
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DEFAULT_SITE = "build/site"
@@ -131,6 +132,7 @@ DEFAULT_SITE = "build/site"
     help="The release pipeline's report of its last publish (`handbook publish-report`), "
     "read at each status call and shown as reported, never as verified.",
 )
+@tools_option
 @inbox_options
 @bundle_options
 def serve(
@@ -149,6 +151,7 @@ def serve(
     log_target: str,
     log_queries: bool,
     publish_report: str | None,
+    tool_names: str | None,
     sources: Sources,
     inbox: Inbox | None,
 ) -> None:
@@ -169,6 +172,7 @@ def serve(
     principals = _principals(token, tokens_file)
     watched = _reporting(sources.libraries(), publish_report)
     served = _writable(by_audience(watched, principals, sources), inbox, principals)
+    served = exposing(served, tool_names)
     site = _site(site_dir)
     _check_exposure(host, protect_site, principals)
     log = _request_log(log_target, log_queries)

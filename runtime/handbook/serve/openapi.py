@@ -66,7 +66,7 @@ def openapi(served: Served) -> dict[str, Any]:
 
 
 def _operations(tool: Tool, context: ToolContext) -> dict[str, Any]:
-    definition = tool.definition(context)
+    definition = tool.definition(context, output_schemas=True)  # response schemas
     schema = definition["inputSchema"]
     responses = {
         "200": {
