@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 from conftest import PUBLIC, MakeLibrary, get_json, live, run_cli
 
 from handbook import Library
@@ -25,7 +26,7 @@ from handbook.serve.mcp import http_app
 from handbook.serve.rpc import register_tools
 from handbook.tools.dispatch import call
 from handbook.tools.exposed import Exposed, ToolChoiceError, chosen
-from handbook.tools.formats import FORMATS
+from handbook.tools.formats import FORMATS, convert, dumps
 from handbook.tools.model import ENUM_CAP, ToolContext
 from handbook.tools.table import definitions
 from handbook_build import load_config
@@ -80,6 +81,9 @@ def test_enums_are_capped_and_the_values_stay_data() -> None:
             assert properties[name] == {"type": ["string", "null"]}, name
         assert properties["hostile"]["enum"] == [*HOSTILE, "any", None]  # data, exactly
         assert properties["lang"]["type"] == ["string", "null"]  # two languages: offered
+    tools = definitions(context(**shown))
+    assert yaml.safe_load(convert(tools, "yaml")) == {"tools": tools}  # data in YAML too
+    assert json.loads(dumps(convert(tools, "mcp"))) == {"tools": tools}
 
 
 def test_the_definitions_do_not_grow_with_the_vocabulary() -> None:
