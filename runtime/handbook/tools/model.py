@@ -156,9 +156,13 @@ class Tool:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if name in (p.name, *p.aliases)), None)
 
-    def input_schema(self, context: ToolContext) -> dict[str, Any]:
+    def input_schema(self, context: ToolContext, every: bool = False) -> dict[str, Any]:
+        """The parameters offered for `context`, or with `every` all it takes (what an
+        OpenAPI document, a contract read once rather than on every turn, describes)."""
         properties = {
-            p.name: p.json_schema() for p in self.params if p.offered is None or p.offered(context)
+            p.name: p.json_schema()
+            for p in self.params
+            if every or p.offered is None or p.offered(context)
         }
         if self.filters:
             properties.update({n: _filter_schema(v) for n, v in context.filters.items()})
