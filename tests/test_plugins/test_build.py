@@ -348,8 +348,8 @@ def test_tools_json_is_valid_json_schema(built: Path) -> None:
     assert [t["name"] for t in tools] == [tool.name for tool in READ_TOOLS]
     for tool in tools:
         assert __import__("re").fullmatch(r"[a-z][a-z0-9_]{0,40}", tool["name"])
-        for schema in (tool["inputSchema"], tool["outputSchema"]):
-            jsonschema.Draft202012Validator.check_schema(schema)
+        jsonschema.Draft202012Validator.check_schema(tool["inputSchema"])
+        assert "outputSchema" not in tool  # MCP serves them; `handbook tools --output-schemas`
         strict = tool["inputSchema"]
         assert strict["additionalProperties"] is False and set(strict["required"]) == set(
             strict["properties"]

@@ -6,6 +6,7 @@ the Origin/Host checks and the bearer token."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from handbook import Library
 from handbook.serve.gate import host_names
 from handbook.serve.http import create_app
 from handbook.serve.mcp import http_app
-from handbook.tools.table import READ_TOOLS
+from handbook.tools.table import BY_NAME, READ_TOOLS
 from handbook_build import load_config
 from handbook_build.pipeline import build
 
@@ -26,6 +27,9 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client, MCPError, StdioServerParameters  # noqa: E402
 
 MODES = ["auto", "legacy"]
+CHILD_ENV = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else None
+"""The SDK starts a server with a few safe variables only: this tree's PYTHONPATH is passed
+on, so the child runs the code under test (a worktree's), not whatever is installed."""
 TOKEN = "mcp-token"
 
 
@@ -41,14 +45,16 @@ async def exercise(client: Client, library: Library) -> None:
     assert set(tools) == set(definitions) == {tool.name for tool in READ_TOOLS}
     for name, tool in tools.items():
         assert tool.input_schema == definitions[name]["inputSchema"]
-        assert tool.output_schema == definitions[name]["outputSchema"]
+        # MCP alone serves output schemas: its clients check structured results with them
+        assert "outputSchema" not in definitions[name]
+        assert tool.output_schema == BY_NAME[name].output
         assert tool.annotations is not None
         assert (
             tool.annotations.read_only_hint,
-            tool.annotations.destructive_hint,
+            tool.annotations.destructive_hint,  # meaningful only when not read-only
             tool.annotations.idempotent_hint,
             tool.annotations.open_world_hint,
-        ) == (True, False, True, False)
+        ) == (True, None, None, False)
 
     listed = await client.call_tool(
         "knowledge_list", {"query": None, "limit": None, "kind": "device"}
@@ -99,6 +105,7 @@ async def exercise(client: Client, library: Library) -> None:
 def test_stdio(plant_floor_bundle: Path, library: Library, mode: str) -> None:
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
+        env=CHILD_ENV,
         args=["mcp", "--bundle", str(plant_floor_bundle), "--key", PUBLIC],
     )
 
@@ -112,6 +119,7 @@ def test_stdio(plant_floor_bundle: Path, library: Library, mode: str) -> None:
 def test_stdio_refuses_an_untrusted_bundle(plant_floor_bundle: Path) -> None:
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
+        env=CHILD_ENV,
         args=["mcp", "--bundle", str(plant_floor_bundle)],
     )
 
@@ -221,6 +229,7 @@ def test_stdio_serves_several_libraries(plant_floor_bundle: Path, tmp_path: Path
     build(load_config(ROOT / "examples" / "skills" / "mkdocs.yml"), skills, KEY)
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "handbook"),
+        env=CHILD_ENV,
         args=["mcp", "--bundle", str(plant_floor_bundle), "--bundle", str(skills), "--key", PUBLIC],
     )
 

@@ -11,7 +11,6 @@ for people by `handbook.cli.render` or printed exactly with `--json`. Build comm
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 
 import click
@@ -24,6 +23,7 @@ from ..tools.table import READ_TOOLS
 from .inbox_options import inbox_options
 from .queries import DEFAULT_BUNDLE, Sources, bundle_options, key_options, tool_command
 from .serving import one_audience, serve, token
+from .tool_options import exposing, tools_option
 
 BUILD_COMMANDS = {
     "adopt": "handbook_build.commands.building:adopt",
@@ -130,24 +130,35 @@ def verify(
     help="mcp: the tools.json shape; openai: Chat Completions function tools (strict); "
     "anthropic: Messages API tools; yaml: the MCP shape as YAML.",
 )
+@click.option(
+    "--output-schemas",
+    is_flag=True,
+    help="Add each tool's outputSchema (mcp and yaml only), as MCP serves them.",
+)
+@tools_option
 @bundle_options
-def tools(fmt: str, sources: Sources) -> None:
+def tools(fmt: str, output_schemas: bool, tool_names: str | None, sources: Sources) -> None:
     """Print the agent tool definitions for the libraries, in the shape each ecosystem
-    expects (the same definitions MCP and HTTP serve)."""
-    from ..tools.formats import convert
+    expects (the definitions MCP and HTTP serve), JSON one tool a line: about what an
+    agent's every turn carries. Output schemas only with --output-schemas: MCP serves
+    them (its clients check structured results), no other host reads them."""
+    from ..tools.formats import SCHEMA_FORMATS, convert, dumps
     from ..tools.table import definitions
 
-    served = sources.served()
-    out = convert(definitions(served.tool_context()), fmt)
-    click.echo(
-        out.rstrip("\n") if isinstance(out, str) else json.dumps(out, indent=2, ensure_ascii=False)
-    )
+    if output_schemas and fmt not in SCHEMA_FORMATS:
+        raise click.UsageError(
+            f"--output-schemas: the {fmt} shape has no place for output schemas (its API "
+            f"refuses other keys); use --format {' or '.join(SCHEMA_FORMATS)}"
+        )
+    served = exposing(sources.served(), tool_names)
+    click.echo(dumps(convert(definitions(served.tool_context(), output_schemas), fmt)))
 
 
 @main.command()
+@tools_option
 @inbox_options
 @bundle_options
-def mcp(sources: Sources, inbox: Inbox | None) -> None:
+def mcp(sources: Sources, inbox: Inbox | None, tool_names: str | None) -> None:
     """Serve the libraries over MCP on stdin/stdout, for agent hosts that start it.
 
     Every tool of `handbook tools`, and each doc as a resource handbook://<library>/<id>.
@@ -158,7 +169,7 @@ def mcp(sources: Sources, inbox: Inbox | None) -> None:
     from ..serve.mcp_stdio import run_stdio
 
     served = one_audience(sources)
-    run_stdio(Writable(served, inbox) if inbox is not None else served)
+    run_stdio(exposing(Writable(served, inbox) if inbox is not None else served, tool_names))
 
 
 main.add_command(serve)

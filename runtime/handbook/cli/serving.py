@@ -22,6 +22,7 @@ from ..serve.request_log import KEY_ENV, RequestLog
 from ..tools.served import Served
 from .inbox_options import inbox_options
 from .queries import Sources, bundle_options
+from .tool_options import exposing, tools_option
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 DEFAULT_SITE = "build/site"
@@ -131,6 +132,7 @@ DEFAULT_SITE = "build/site"
     help="The release pipeline's report of its last publish (`handbook publish-report`), "
     "read at each status call and shown as reported, never as verified.",
 )
+@tools_option
 @inbox_options
 @bundle_options
 def serve(
@@ -149,6 +151,7 @@ def serve(
     log_target: str,
     log_queries: bool,
     publish_report: str | None,
+    tool_names: str | None,
     sources: Sources,
     inbox: Inbox | None,
 ) -> None:
@@ -162,13 +165,12 @@ def serve(
     that fails verification is refused and the old one keeps serving. Only requests
     naming this server's host are answered, each client's rate is capped, and with
     --token or --tokens the API, MCP and bundles need a known bearer token. Every tool
-    call is logged as a JSON line (--log), without the text of queries unless
-    --log-queries. Ctrl-C stops."""
+    call is logged (--log), without the text of queries unless --log-queries. Ctrl-C stops."""
     from ..serve.server import serve as run
 
     principals = _principals(token, tokens_file)
     watched = _reporting(sources.libraries(), publish_report)
-    served = _writable(by_audience(watched, principals, sources), inbox, principals)
+    served = _offered(by_audience(watched, principals, sources), inbox, principals, tool_names)
     site = _site(site_dir)
     _check_exposure(host, protect_site, principals)
     log = _request_log(log_target, log_queries)
@@ -226,9 +228,15 @@ def configured_site(folder: Path) -> Path:
     return Path(os.path.relpath(found)) if not found.is_absolute() else found
 
 
+def _offered(
+    served: Served, inbox: Inbox | None, principals: Principals | None, tool_names: str | None
+) -> Served:
+    """`served` with the write tools into `inbox`, whose records must be attributable (to
+    the principal of a request, or to a signing agent); only `tool_names` when given."""
+    return exposing(_writable(served, inbox, principals), tool_names)
+
+
 def _writable(served: Served, inbox: Inbox | None, principals: Principals | None) -> Served:
-    """`served` with the write tools into `inbox`, whose records must be attributable:
-    to the principal of a request (tokens) or to a signing agent."""
     if inbox is None:
         return served
     if principals is None and not inbox.agents:

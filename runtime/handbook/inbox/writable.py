@@ -94,6 +94,12 @@ class Writable:
     def bundles(self) -> Mapping[str, Bundle]:
         return self.served.bundles()
 
+    @property
+    def exposed_tools(self) -> tuple[str, ...] | None:
+        """The served object's choice of tools (`handbook.tools.exposed`), kept when
+        wrapped: its tool context already carries it."""
+        return getattr(self.served, "exposed_tools", None)
+
     def admits(self, principal: str | None) -> bool:
         """Whether the principal's audience is served (the gate refuses others with 403):
         the served `AudienceRouter`'s answer, and anyone's for what has no audiences."""

@@ -4,7 +4,9 @@ streamable HTTP.
 
 - Every tool of the table (`handbook.tools.table`), with its input and output schemas and
   annotations, called through `handbook.tools.dispatch`; structured results: the handler's
-  dict as ``structuredContent`` and as JSON text for hosts that read text. A handler's
+  dict as ``structuredContent`` and as JSON text for hosts that read text. The output
+  schemas are served here only: MCP clients check structured results against them (the
+  official SDK's client does, on every call), and no other host reads them. A handler's
   own refusal (a bad query, a wrong argument) is a tool result with ``isError``; an
   unknown tool is a protocol error carrying the same structured error as ``data``.
 - Each doc as a resource ``handbook://<library>/<id>`` (markdown), its attached files
@@ -44,14 +46,17 @@ def build_server(served: Served, dispatch: Dispatch = call) -> Server[Any]:
     """The MCP server for `served` (any transport); tools are called through `dispatch`."""
     handlers = _Handlers(served, dispatch)
     names = list(served.bundles()) or list(served.tool_context().libraries)
+    exposed = getattr(served, "exposed_tools", None)  # `handbook.tools.exposed`
+    how = (
+        "Call knowledge_list or knowledge_search to find a doc, then knowledge_get to read it "
+        "(or one section of it)."
+        if exposed is None or {"knowledge_list", "knowledge_search", "knowledge_get"} <= {*exposed}
+        else f"Its tools: {', '.join(exposed)}."
+    )
     return Server(
         "handbook",
         version=__version__,
-        instructions=(
-            f"Read-only knowledge from the libraries {', '.join(names)}. Call "
-            "knowledge_list or knowledge_search to find a doc, then knowledge_get to read it "
-            "(or one section of it)."
-        ),
+        instructions=f"Read-only knowledge from the libraries {', '.join(names)}. {how}",
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
@@ -71,7 +76,9 @@ class _Handlers:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         with acting(*_caller(ctx)):
-            tools = await anyio.to_thread.run_sync(lambda: definitions(self.served.tool_context()))
+            tools = await anyio.to_thread.run_sync(
+                lambda: definitions(self.served.tool_context(), output_schemas=True)
+            )
         return types.ListToolsResult(tools=[_tool(t) for t in tools])
 
     async def call_tool(
@@ -178,10 +185,10 @@ def _tool(t: dict[str, Any]) -> types.Tool:
         input_schema=t["inputSchema"],
         output_schema=t["outputSchema"],
         annotations=types.ToolAnnotations(
-            read_only_hint=hints["readOnlyHint"],
-            destructive_hint=hints["destructiveHint"],
-            idempotent_hint=hints["idempotentHint"],
-            open_world_hint=hints["openWorldHint"],
+            read_only_hint=hints.get("readOnlyHint"),
+            destructive_hint=hints.get("destructiveHint"),
+            idempotent_hint=hints.get("idempotentHint"),
+            open_world_hint=hints.get("openWorldHint"),
         ),
     )
 

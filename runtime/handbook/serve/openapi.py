@@ -66,8 +66,8 @@ def openapi(served: Served) -> dict[str, Any]:
 
 
 def _operations(tool: Tool, context: ToolContext) -> dict[str, Any]:
-    definition = tool.definition(context)
-    schema = definition["inputSchema"]
+    definition = tool.definition(context, output_schemas=True)  # response schemas
+    schema = tool.input_schema(context, every=True)  # every parameter the route takes
     responses = {
         "200": {
             "description": "The handler's answer.",
@@ -100,7 +100,8 @@ def _operations(tool: Tool, context: ToolContext) -> dict[str, Any]:
 def _query_parameter(name: str, prop: dict[str, Any], required: bool) -> dict[str, Any]:
     kinds = prop.get("type") or []
     kinds = kinds if isinstance(kinds, list) else [kinds]
-    description = prop.get("description", "")
+    # a filter field's meaning is said once in the tool's description; here, per parameter
+    description = prop.get("description") or f"Only docs whose {name} is this value (any: all)."
     if "array" in kinds:  # lists travel comma-separated (or repeated) in a query string
         form = "id=revision pairs" if prop.get("items", {}).get("type") == "object" else "values"
         description += f" In the query string: comma-separated {form}."

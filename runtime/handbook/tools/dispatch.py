@@ -33,7 +33,11 @@ def call(
     `principal` is who is asking, as the transport authenticated them: the write tools
     attribute what they store to it."""
     tool = BY_NAME.get(name) if isinstance(name, str) else None
-    if tool is not None and tool.writes and not served.tool_context().writable:
+    exposed = getattr(served, "exposed_tools", None)  # `handbook.tools.exposed`
+    if tool is not None and (
+        (exposed is not None and tool.name not in exposed)
+        or (tool.writes and not served.tool_context().writable)
+    ):
         tool = None  # not served here: the same answer as a tool that does not exist
     if tool is None:
         names = ", ".join(t.name for t in served_tools(served.tool_context()))

@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 from ..bundle.catalog import Catalog
 
-MAX_ENUM = 50
-_READ_ONLY: Mapping[str, bool] = {
-    "readOnlyHint": True,
-    "destructiveHint": False,
-    "idempotentHint": True,
-    "openWorldHint": False,
-}
+ENUM_CAP = 12
+"""At most this many values are listed as an enum in a tool schema (`capped`)."""
+ENUM_CHARS = 240
+"""...and at most this many characters of them: the definitions ride on every agent turn."""
+_READ_ONLY: Mapping[str, bool] = {"readOnlyHint": True, "openWorldHint": False}
+"""MCP's hints for a tool that changes nothing; destructiveHint and idempotentHint mean
+something only when readOnlyHint is false (the MCP specification), so they are left out."""
 
 
 class ToolContext(NamedTuple):
@@ -35,6 +35,8 @@ class ToolContext(NamedTuple):
     languages: tuple[str, ...]
     writable: bool = False
     """Served with a writable inbox (`handbook.inbox.writable`): the write tools are offered."""
+    tools: tuple[str, ...] | None = None
+    """The names of the only tools offered and callable (`handbook.tools.exposed`); None: all."""
 
 
 def context_of(catalogs: Sequence[Catalog], reserved: frozenset[str] = frozenset()) -> ToolContext:
@@ -120,6 +122,10 @@ class Param:
     default: Any = None
     """What the served methods take when it is not given (None: nothing); a test holds
     every served method's signature to its tool's parameters and these defaults."""
+    offered: Callable[[ToolContext], bool] | None = None
+    """Whether the definitions offer it for these libraries (default: always). One that
+    cannot change an answer there (a language where there is one) would cost every agent
+    turn for nothing; it is still taken when given."""
 
     def json_schema(self) -> dict[str, Any]:
         schema = {**self.schema, "description": self.description}
@@ -150,10 +156,16 @@ class Tool:
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if name in (p.name, *p.aliases)), None)
 
-    def input_schema(self, context: ToolContext) -> dict[str, Any]:
-        properties = {p.name: p.json_schema() for p in self.params}
+    def input_schema(self, context: ToolContext, every: bool = False) -> dict[str, Any]:
+        """The parameters offered for `context`, or with `every` all it takes (what an
+        OpenAPI document, a contract read once rather than on every turn, describes)."""
+        properties = {
+            p.name: p.json_schema()
+            for p in self.params
+            if every or p.offered is None or p.offered(context)
+        }
         if self.filters:
-            properties.update({n: _filter_schema(n, v) for n, v in context.filters.items()})
+            properties.update({n: _filter_schema(v) for n, v in context.filters.items()})
         return {
             "type": "object",
             "properties": properties,
@@ -161,27 +173,33 @@ class Tool:
             "additionalProperties": False,
         }
 
-    def definition(self, context: ToolContext) -> dict[str, Any]:
-        """The MCP shape: name, title, description, inputSchema, outputSchema, annotations."""
+    def definition(self, context: ToolContext, output_schemas: bool = False) -> dict[str, Any]:
+        """The MCP shape: name, title, description, inputSchema, annotations, and the
+        outputSchema when asked for (MCP clients validate structured results with it;
+        no other host reads it, and every agent turn would carry it)."""
         return {
             "name": self.name,
             "title": self.title(context),
             "description": self.description(context),
             "inputSchema": self.input_schema(context),
-            "outputSchema": dict(self.output),
+            **({"outputSchema": dict(self.output)} if output_schemas else {}),
             "annotations": dict(self.annotations),
         }
 
 
-def _filter_schema(name: str, values: tuple[str, ...] | None) -> dict[str, Any]:
-    if values and len(values) <= MAX_ENUM:
-        listed = ", ".join(values)
-        return {
-            "type": ["string", "null"],
-            "enum": [*values, "any", None],
-            "description": f'Only docs whose {name} is this value ({listed}). null or "any": no filter.',
-        }
-    return {
-        "type": ["string", "null"],
-        "description": f'Only docs whose {name} is this value. null or "any": no filter.',
-    }
+def capped(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    """`values` when they are few and short enough to list in a definition (`ENUM_CAP`,
+    `ENUM_CHARS`), else None. The one cap on everything a definition lists from the
+    library's vocabulary, which grows with the docs."""
+    if not values or len(values) > ENUM_CAP or sum(len(v) for v in values) > ENUM_CHARS:
+        return None
+    return tuple(values)
+
+
+def _filter_schema(values: tuple[str, ...] | None) -> dict[str, Any]:
+    """A filter field: its values as an enum (data, never prose) when `capped` lists
+    them, else any string. What a filter does is said once, in the tool's description."""
+    listed = capped(values)
+    if listed is None:
+        return {"type": ["string", "null"]}
+    return {"type": ["string", "null"], "enum": [*listed, "any", None]}

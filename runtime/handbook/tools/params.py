@@ -9,32 +9,34 @@ from .model import Param, boolean, integer
 def limit(default: int, maximum: int = 100) -> Param:
     """`limit`, with the tool's own default and maximum."""
     schema = {"type": "integer", "minimum": 1, "maximum": maximum}
-    text = f"Most results to return (default {default})."
+    text = f"Most results (default {default})."
     flags = ("--limit", "-n")
     return Param("limit", schema, text, from_text=integer, flags=flags, default=default)
 
 
-QUERY = Param(
-    "query", {"type": "string"}, "Free-text query; null for none.", flags=("--query", "-q")
-)
+QUERY = Param("query", {"type": "string"}, "Free text; null: none.", flags=("--query", "-q"))
 OFFSET = Param(
     "offset",
     {"type": "integer", "minimum": 0},
-    "Where to continue: the next_offset of an earlier answer (default 0).",
+    "An earlier answer's next_offset (default 0).",
     from_text=integer,
     default=0,
 )
-LANG = Param("lang", {"type": "string"}, "A language tag (en, de); null for every language.")
+LANG = Param(
+    "lang",
+    {"type": "string"},
+    "A language tag (en, de); null: all.",
+    offered=lambda context: len(context.languages) > 1,
+)
 RETRIEVER = Param(
     "retriever",
     {"type": "string", "enum": ["lexical", "semantic", "hybrid"]},
-    "How to rank: lexical (default; lunr's words), semantic (meaning, when the bundle has "
-    "vectors) or hybrid (both fused).",
+    "Ranking: lexical (default), semantic (needs vectors) or hybrid.",
 )
 DOC_ID = Param(
     "doc_id",
     {"type": "string"},
-    "A doc id (or library:id), e.g. from knowledge_list.",
+    "A doc id (or library:id).",
     required=True,
     positional=True,
     aliases=("id",),
@@ -42,24 +44,23 @@ DOC_ID = Param(
 REVISION = Param(
     "revision",
     {"type": "string"},
-    "Serve only this exact revision; a doc that changed since is refused.",
+    "Only this exact revision; a changed doc is refused.",
 )
 REVIEWED = Param(
     "reviewed",
     {"type": "boolean"},
-    "true: only docs whose current revision has a review; false: only docs without one "
-    "(libraries with reviewers).",
+    "true: only docs reviewed as they are; false: only the others.",
     from_text=boolean,
 )
 SUSPECT = Param(
     "suspect",
     {"type": "boolean"},
-    "true: only docs that changed, or whose subject changed, since their last review.",
+    "true: only docs changed (or their subject) since reviewed.",
     from_text=boolean,
 )
 INCLUDE_RETIRED = Param(
     "include_retired",
     {"type": "boolean"},
-    "true: list retired and superseded docs too (left out by default).",
+    "true: retired and superseded docs too.",
     from_text=boolean,
 )

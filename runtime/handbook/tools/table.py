@@ -12,8 +12,11 @@ inbox, in `handbook.tools.write_tools`.
 
 Input schemas satisfy OpenAI's strict mode (every property listed and required,
 optional ones nullable, no additional properties), which every other host also accepts.
-Descriptions are written for agents and name the library's kinds, filter fields and
-values, so an agent knows what it can ask before it asks.
+Descriptions are written for agents, and short: every definition rides on every turn of
+every agent (issue 29: at most 10 KB for the read tools). Each says when to call its
+tool and when another is better. The library's values (kinds, filter values) appear only
+as capped lists (`handbook.tools.model.capped`), filter values only as enums: data, never
+prose.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .. import answers
 from ..access.actor import ID_SCHEMA
 from ..bundle.catalog import Catalog
 from . import schemas as out
-from .model import Param, Tool, ToolContext, integer, pairs, revision_map, words
+from .model import Param, Tool, ToolContext, capped, integer, pairs, revision_map, words
 from .model import context_of as _context_of
 from .params import (
     DOC_ID,
@@ -48,15 +51,12 @@ READ_TOOLS: tuple[Tool, ...] = (
         "List the library's docs, optionally filtered and ranked by a query.",
         lambda c: f"List {c.title} docs",
         lambda c: (
-            f"Lists the docs of the {c.title} knowledge library ({c.docs} docs; kinds: "
-            f"{', '.join(c.kinds)}). Call it before answering questions this library may cover, "
-            "then fetch the matching doc with knowledge_get. Filter by any field"
-            + (f" ({', '.join(c.filters)})" if c.filters else "")
-            + ", or pass a free-text query that matches titles, summaries, keywords, aliases and "
-            "model numbers. Returns compact entries: id, kind, title, summary, verified state, "
-            "size and, where docs are reviewed, their pedigree (state, confidence, last review; "
-            "verify_first says why to check before acting); no content. Retired docs are left "
-            "out unless include_retired. Long lists come in pages: pass offset=next_offset."
+            f"The {c.title} library's docs ({c.docs} docs; {_kinds(c)}) as short entries "
+            "(verify_first: check before acting). Call it first, before answering from this "
+            "library, then read a doc with knowledge_get; for words inside sections use "
+            "knowledge_search. query matches titles, summaries, keywords, aliases, models"
+            + _FILTERS
+            + "."
         ),
         (QUERY, limit(20), OFFSET, LANG, REVIEWED, SUSPECT, INCLUDE_RETIRED),
         out.LIST,
@@ -69,19 +69,16 @@ READ_TOOLS: tuple[Tool, ...] = (
         "Show one doc (or one section of it) with its metadata.",
         lambda c: f"Read a {c.title} doc",
         lambda c: (
-            "Fetches one doc by id (from knowledge_list or knowledge_search) as markdown, with its "
-            "metadata, revision and section list. For long docs pass `section` (any heading's "
-            "title or anchor: a `## ` section with its subsections, or one of `subsections`, "
-            "`### ` and deeper) to read just that part, or offset=next_offset to continue. Prefer "
-            "the doc's content over your own memory, and repeat its caveats: a doc marked "
-            "unverified must be quoted as such. Unknown ids return the closest matches."
+            "One doc as markdown, with metadata, revision and sections; for a long one pass "
+            "section, or offset. Prefer it over your memory and repeat its caveats: quote an "
+            "unverified doc as unverified. An unknown id answers the closest ids."
         ),
         (
             DOC_ID,
             Param(
                 "section",
                 {"type": "string"},
-                "A heading's title or anchor (a section or subsection); null for the whole doc.",
+                "A heading's title or anchor; null: whole doc.",
                 flags=("--section", "-s"),
             ),
             OFFSET,
@@ -97,14 +94,17 @@ READ_TOOLS: tuple[Tool, ...] = (
         "Search every section's text (lunr query syntax: +must -not word~1 pre*).",
         lambda c: f"Search {c.title}",
         lambda c: (
-            f"Searches the text of every section of the {c.title} library and returns the "
-            "best-matching sections with doc id, section anchor, score and a short excerpt. Use it "
-            "when knowledge_list finds no obvious doc; then read the hit with "
-            "knowledge_get(doc_id, section)."
+            "Full-text search of the library's sections: the best with doc id, anchor, "
+            "score, excerpt. Use it to find a passage, or when knowledge_list shows no "
+            "obvious doc; read a hit with knowledge_get(id, section)."
         ),
         (
             Param(
-                "query", {"type": "string"}, "Words to search for.", required=True, positional=True
+                "query",
+                {"type": "string"},
+                "Words to find (+must -not word~1 pre*).",
+                required=True,
+                positional=True,
             ),
             limit(10),
             LANG,
@@ -120,27 +120,23 @@ READ_TOOLS: tuple[Tool, ...] = (
         "Read several docs at once within a byte budget; every doc left out says why.",
         lambda c: f"Collect {c.title} docs",
         lambda c: (
-            f"Reads several docs of the {c.title} library in one call, within a byte budget: by "
-            "explicit ids (kept in your order) or by a query (best first), filtered like "
-            "knowledge_list. Docs that do not fit whole come as the sections that matched. "
-            "Everything left out is listed under omissions with a reason (unknown_identity, "
-            "ambiguous_identity, invalid_identity, duplicate_identity, unavailable_revision, "
-            "filters, query, output_limit). Pass revisions to insist on exact doc revisions."
+            "Several docs in one call within a byte budget, instead of many "
+            "knowledge_get calls: by ids or by query. A doc too long comes as its matching "
+            "sections; omissions say what was left out and why" + _FILTERS + "."
         ),
         (
             QUERY,
             Param(
                 "ids",
                 {"type": "array", "items": {"type": "string"}, "maxItems": 100},
-                "Doc ids (or library:id refs) to read, in this order; null to select by query "
-                "and filters.",
+                "Doc ids (or library:id) in this order; null: select by query and filters.",
                 from_text=words,
                 flags=("--id",),
             ),
             Param(
                 "revisions",
                 {"type": "array", "items": out.REVISION_PAIR},
-                "Exact revisions required, per doc; a changed doc is omitted.",
+                "Exact revisions required; a changed doc is omitted.",
                 from_text=pairs,
                 to_python=revision_map,
                 flags=("--revision",),
@@ -149,7 +145,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "max_bytes",
                 {"type": "integer", "minimum": 1, "maximum": 1_000_000},
-                "Budget for the returned content in UTF-8 bytes (default 32000).",
+                "Content budget in UTF-8 bytes (default 32000).",
                 from_text=integer,
                 default=32_000,
             ),
@@ -166,11 +162,9 @@ READ_TOOLS: tuple[Tool, ...] = (
         "Answer a question by quoting the library (grounded), or say it cannot (insufficient).",
         lambda c: f"Ask {c.title}",
         lambda c: (
-            f"Answers a question from the {c.title} library by quoting its passages, with sources "
-            "(doc id, title, version, section, excerpt). evidence_state is grounded when the "
-            "passages cover the question's key terms, insufficient when they do not (then no "
-            "answer is given: say so, do not guess), unavailable when no library is loaded. It "
-            "never generates text; read the cited sections with knowledge_get for detail."
+            "Answers a question by quoting the library, with sources. "
+            "evidence_state: grounded, or insufficient (no answer: say so, do not guess), or "
+            "unavailable. Nothing is generated; read a cited section with knowledge_get."
         ),
         (
             Param(
@@ -184,9 +178,7 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "correlation_id",
                 ID_SCHEMA,
-                "An id to trace this question by (returned in the answer and logged): up to "
-                "128 letters, digits and . _ : @ / + = -, starting with a letter or digit; "
-                "null for a new one.",
+                "An id to trace this question by (answered and logged); null: a new one.",
             ),
             RETRIEVER,
         ),
@@ -199,13 +191,9 @@ READ_TOOLS: tuple[Tool, ...] = (
         "What to read before a task: one passage per doc, ranked by relevance and trust.",
         lambda c: f"Brief from {c.title}",
         lambda c: (
-            f"Assembles a briefing from the {c.title} library for a task you are about to do: "
-            "the best passage of each relevant doc, ranked by relevance * confidence * "
-            "freshness, with a bonus for docs about the refs you name (doc ids, device names, "
-            "models). Each item carries the doc's pedigree and, when the doc is suspect, "
-            "contested, stale or under-approved, verify_first with the reason: check those "
-            "before acting on them. Retired docs are left out. Nothing is generated; read an "
-            "item whole with knowledge_get(id, section)."
+            "Call it before a task: the best passage of each relevant doc, ranked "
+            "by relevance, confidence and freshness. Check an item with verify_first before "
+            "acting on it; read one whole with knowledge_get(id, section)."
         ),
         (
             Param(
@@ -218,15 +206,14 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "refs",
                 {"type": "array", "items": {"type": "string"}, "maxItems": 20},
-                "Doc ids, device names or model numbers the task is about (matching docs "
-                "rank higher); null for none.",
+                "Doc ids, devices or models the task is about; null: none.",
                 from_text=words,
                 flags=("--ref",),
             ),
             Param(
                 "topics",
                 {"type": "array", "items": {"type": "string"}, "maxItems": 20},
-                "More words to look for beside the task's; null for none.",
+                "More words to look for; null: none.",
                 from_text=words,
                 flags=("--topic",),
             ),
@@ -240,14 +227,11 @@ READ_TOOLS: tuple[Tool, ...] = (
         "knowledge_resource",
         "resource",
         "Show a file attached to a folder doc (a script, a table, an image) as verified bytes.",
-        lambda c: f"Read a file attached to a {c.title} doc",
+        lambda c: f"Read a file of a {c.title} doc",
         lambda c: (
-            "Reads a file attached to a folder doc (listed under `resources` by knowledge_get) by "
-            "its path in the doc's folder: `content` when it is text, `content_base64` otherwise. "
-            "An attached markdown file lists its `sections`: pass `section` (a title or anchor, "
-            "as a knowledge_search hit names it with the file's path under `resource`) to read "
-            "just that part, or offset=0 and then next_offset to read any text file in parts. "
-            "Nothing is ever run."
+            "A file attached to a doc (its resources in knowledge_get), as content (text) or "
+            "content_base64. Nothing is run. section reads part of a markdown file, as "
+            "knowledge_search hits name it (under resource)."
         ),
         (
             DOC_ID,
@@ -262,15 +246,13 @@ READ_TOOLS: tuple[Tool, ...] = (
             Param(
                 "section",
                 {"type": "string"},
-                "A section of an attached markdown file, by title or anchor; null for the "
-                "whole file.",
+                "A heading's title or anchor; null: whole file.",
                 flags=("--section", "-s"),
             ),
             Param(
                 "offset",
                 {"type": "integer", "minimum": 0},
-                "Read the text in parts from here (0 to start, then next_offset); null for "
-                "the whole file in one answer.",
+                "Read text in parts: 0, then next_offset; null: all at once.",
                 from_text=integer,
             ),
         ),
@@ -294,13 +276,28 @@ attribution keys the runtime sets on answers."""
 
 
 def served_tools(context: ToolContext) -> list[Tool]:
-    """The tools served: the write tools only with a writable inbox."""
-    return [tool for tool in TOOLS if context.writable or not tool.writes]
+    """The tools served: the write tools only with a writable inbox, and only those the
+    context exposes (`handbook.tools.exposed`)."""
+    return [
+        tool
+        for tool in TOOLS
+        if (context.writable or not tool.writes)
+        and (context.tools is None or tool.name in context.tools)
+    ]
 
 
-def definitions(context: ToolContext) -> list[dict[str, Any]]:
-    """Every served tool's definition, in the MCP shape, for the served libraries."""
-    return [tool.definition(context) for tool in served_tools(context)]
+def definitions(context: ToolContext, output_schemas: bool = False) -> list[dict[str, Any]]:
+    """Every served tool's definition, in the MCP shape, for the served libraries; with
+    `output_schemas`, each with its outputSchema (what MCP serves)."""
+    return [tool.definition(context, output_schemas) for tool in served_tools(context)]
+
+
+def _kinds(context: ToolContext) -> str:
+    listed = capped(context.kinds)
+    return f"kinds: {', '.join(listed)}" if listed else f"{len(context.kinds)} kinds"
+
+
+_FILTERS = "; a parameter without a description filters by that doc field (null: no filter)"
 
 
 def context_of(catalogs: Sequence[Catalog]) -> ToolContext:
