@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DownloadError, ExpiredError, FormatError, HashMismatchError, MissingFileError
+from . import review_offsets
 from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
 from .catalog_offsets import CatalogOffsets
-from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, is_content
+from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, REVIEW_OFFSETS, is_content
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey
 from .sources import FileSource
@@ -202,6 +203,8 @@ def open_bundle(
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
         check_offsets(bundle)
+        if REVIEW_OFFSETS in manifest.signed.files:
+            review_offsets.check(manifest, bundle.read(REVIEW_OFFSETS), bundle.read)
     return bundle
 
 

@@ -9,7 +9,6 @@ alone where the bundle has catalog-offsets.bin).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -20,9 +19,10 @@ from typing import Any, cast
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
 from ..bundle.catalog import DocEntry, SectionEntry, passages
-from ..bundle.layout import REVIEWS, SEARCH
+from ..bundle.layout import SEARCH
 from ..bundle.local import Bundle
-from ..pedigree.derived import Ledger, ledger_of, retirement
+from ..pedigree.derived import Ledger, retirement
+from ..pedigree.indexed import open_ledger
 from ..search.retriever import LexicalRetriever, Retriever, open_retriever
 from ..search.retriever_choice import open_named
 from ..search.stemmer import stem
@@ -101,10 +101,9 @@ class Snapshot:
 
     @cached_property
     def ledger(self) -> Ledger | None:
-        """The verified reviews, for a library that declares reviewers."""
-        if REVIEWS not in self.bundle.manifest.signed.files:
-            return None
-        return ledger_of(json.loads(self.bundle.read(REVIEWS)))
+        """The verified reviews, for a library that declares reviewers: read per doc where
+        the bundle has reviews-offsets.bin (`handbook.pedigree.indexed`)."""
+        return open_ledger(self.bundle)
 
     def pedigree(self, doc: DocEntry) -> Pedigree | None:
         """The doc's pedigree now (`handbook.pedigree.derived`); for a library without reviewers,
