@@ -28,6 +28,7 @@ from ..search.retriever_choice import open_named
 from ..search.stemmer import stem
 from ..tools.model import ToolContext
 from ..tools.table import context_of
+from .suggestions import IdIndex
 
 MAX_AVAILABLE_IDS = 50
 _COMPACT = re.compile(r"[\W_]+")
@@ -212,23 +213,24 @@ class Snapshot:
         """The doc's verified content."""
         return self.bundle.read(doc.content)
 
+    @cached_property
+    def id_index(self) -> IdIndex:
+        """The ids suggestions come from, read from catalog-offsets.bin where the bundle
+        has it (the catalog is not parsed)."""
+        return IdIndex(self.bundle.doc_ids())
+
     def suggest(self, doc_id: str) -> list[str]:
-        """Ids close to `doc_id`: aliases and keywords, similar spellings, substrings."""
-        ids = [d.id for d in self.docs]
-        wanted = doc_id.strip().lower()
-        key = compact(wanted)
-        aliases = [self.docs[n].id for n in self.identities.get(key, ())]
-        close = close_matches(wanted, ids, n=5, cutoff=0.5)
-        contains = [i for i in ids if key and (key in compact(i) or compact(i) in key)]
-        return list(dict.fromkeys([*aliases, *close, *contains]))[:10]
+        """Ids close to `doc_id`: the same but for case and punctuation, similar
+        spellings, ids that hold it (`handbook.handlers.suggestions`)."""
+        return self.id_index.suggest(doc_id)
 
     def unknown_id(self, doc_id: str) -> GetAnswer:
-        ids = [d.id for d in self.docs]
+        ids = self.id_index.ids
         return {
             "found": False,
             "error": {"code": "unknown_id", "message": f"no doc with id {clip(doc_id)!r}"},
             "suggestions": self.suggest(doc_id),
-            "available_ids": ids[:MAX_AVAILABLE_IDS],
+            "available_ids": list(ids[:MAX_AVAILABLE_IDS]),
             "available_ids_truncated": len(ids) > MAX_AVAILABLE_IDS,
             "hint": "Use one of the suggestions, or list() to find the right id.",
         }
