@@ -11,7 +11,8 @@ then looked up with substring searches, which run in C:
   with, and those that end with the longest end any id ends with (a typo leaves one of
   the two long; a missing or extra prefix or suffix leaves one whole), at most
   `CANDIDATES` of each, ranked by difflib's ratio as `get_close_matches` ranks them;
-- **containing**: ids that hold the whole wanted id (a prefix or suffix left out).
+- **containing**: ids that hold the whole wanted id (a prefix or suffix left out), and
+  of the close candidates those the wanted id holds (one added).
 
 Work is bounded whatever the wanted id: a cut length, a dozen searches of the ids'
 bytes for each anchor, and at most twice `CANDIDATES` ratios.
@@ -26,8 +27,11 @@ from itertools import accumulate
 MAX_WANTED = 200
 """Characters of a wanted id looked at (after stripping): a 10,000-character id costs as
 much as a 200-character one."""
-CANDIDATES = 40
-"""Ids ranked from each anchor (start, end)."""
+CANDIDATES = 25
+"""Ids ranked by difflib from each anchor (start, end)."""
+POOL = 400
+"""Ids looked at for each anchor length, the closest in length kept."""
+SLACK = 2
 CLOSE, LIMIT, CUTOFF = 5, 10, 0.5
 MIN_ANCHOR = 3
 """Shortest shared start or end that makes an id a candidate."""
@@ -64,10 +68,16 @@ class IdIndex:
         candidates = dict.fromkeys(self._anchored(key, start=True))
         candidates.update(dict.fromkeys(self._anchored(key, start=False)))
         close = _closest(lowered, [self.ids[n] for n in candidates])
-        return list(dict.fromkeys([*same, *close, *containing]))[:LIMIT]
+        held = [self.ids[n] for n in candidates if self._line(n) in key]  # an extra part
+        return list(dict.fromkeys([*same, *close, *containing, *held]))[:LIMIT]
+
+    def _line(self, n: int) -> bytes:
+        return self.text[self.starts[n] : self.starts[n + 1] - 1]
 
     def _anchored(self, key: bytes, start: bool) -> list[int]:
-        """Ids that start (or end) with the longest start (end) of `key` any id has."""
+        """Ids that start (or end) like `key`: those sharing the longest start (end) of it
+        any id has, or up to `SLACK` characters less (`pressurev2` shares one more with
+        `pressure-valve` than with `pressure`), the closest in length first."""
         low, high = 0, len(key)  # the longest shared length lies in [low, high]
         while low < high:
             mid = (low + high + 1) // 2
@@ -75,9 +85,16 @@ class IdIndex:
                 low = mid
             else:
                 high = mid - 1
-        if low < min(MIN_ANCHOR, len(key)):
+        shortest = min(MIN_ANCHOR, len(key))
+        if low < shortest:
             return []
-        return list(self._find(self._part(key, low, start), 1 if start else 0, CANDIDATES))
+        found: dict[int, None] = {}
+        for length in range(low, max(shortest, low - SLACK) - 1, -1):
+            needle = self._part(key, length, start)
+            found.update(dict.fromkeys(self._find(needle, 1 if start else 0, POOL)))
+        starts = self.starts
+        by_length = sorted(found, key=lambda n: abs(starts[n + 1] - starts[n] - 1 - len(key)))
+        return by_length[:CANDIDATES]
 
     @staticmethod
     def _part(key: bytes, length: int, start: bool) -> bytes:
