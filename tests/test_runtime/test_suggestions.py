@@ -1,6 +1,6 @@
 """Suggestions for an unknown id come from the sorted ids alone: never from parsing the
-catalog, at least as often right as difflib over every id was for typos, case and
-missing or extra parts, and bounded for hostile ids."""
+catalog, at least as often right as difflib over every id was (the suggestions before
+issue 29) for typos, case and missing or extra parts, and bounded for hostile ids."""
 
 from __future__ import annotations
 
@@ -61,11 +61,13 @@ def test_suggestions_are_right_at_least_as_often_as_difflib_over_every_id() -> N
     rng = random.Random(29)
     ids = _library_ids(rng, 300)
     index = IdIndex(ids)
+    squeezed = [_COMPACT.sub("", i) for i in ids]
     right: dict[str, list[int]] = {}
     for wanted in rng.sample(ids, 40):
         for kind, variant in _variants(rng, wanted):
-            if variant in ids:
-                continue
+            key = _COMPACT.sub("", variant.lower())
+            if variant in ids or sum(key in s for s in squeezed) > 3:
+                continue  # `modbus` for one of 30 ids ending in it: no list of 10 is wrong
             tally = right.setdefault(kind, [0, 0, 0])
             tally[0] += 1
             tally[1] += wanted in _before(variant, ids)
@@ -114,21 +116,21 @@ def test_ids_holding_the_wanted_one_are_suggested_in_order() -> None:
 )
 def test_hostile_ids_cost_bounded_work(wanted: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """However long or odd the id, at most `MAX_WANTED` characters are looked at and at
-    most twice `CANDIDATES` difflib ratios are computed."""
+    most twice `CANDIDATES` ids are compared with it."""
     ids = [*_library_ids(random.Random(1), 2000), "device.acme.ac200"]
     index = IdIndex(sorted(ids))
-    ratios: list[int] = []
+    compared: list[int] = []
     original = suggestions._closest
 
-    def counting(word: str, candidates: list[str]) -> list[str]:
-        assert len(word) <= suggestions.MAX_WANTED
-        ratios.append(len(candidates))
-        return original(word, candidates)
+    def counting(key: bytes, candidates: list[bytes]) -> list[int]:
+        assert len(key) <= 4 * suggestions.MAX_WANTED  # UTF-8 bytes of at most 200 characters
+        compared.append(len(candidates))
+        return original(key, candidates)
 
     monkeypatch.setattr(suggestions, "_closest", counting)
     found = index.suggest(wanted)
     assert len(found) <= suggestions.LIMIT and set(found) <= set(ids)
-    assert sum(ratios) <= 2 * suggestions.CANDIDATES
+    assert sum(compared) <= 2 * suggestions.CANDIDATES
     if wanted.startswith("device.acme.ac200"):
         assert found[0] == "device.acme.ac200"
 

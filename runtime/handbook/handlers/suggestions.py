@@ -10,12 +10,13 @@ then looked up with substring searches, which run in C:
 - **close** ids: those that start with the longest start of the wanted id any id starts
   with, and those that end with the longest end any id ends with (a typo leaves one of
   the two long; a missing or extra prefix or suffix leaves one whole), at most
-  `CANDIDATES` of each, ranked by difflib's ratio as `get_close_matches` ranks them;
+  `CANDIDATES` of each, the closest in length, ranked by `similarity` (no difflib: a
+  ratio costs a millisecond for a long id, and its import a few on the first miss);
 - **containing**: ids that hold the whole wanted id (a prefix or suffix left out), and
   of the close candidates those the wanted id holds (one added).
 
 Work is bounded whatever the wanted id: a cut length, a dozen searches of the ids'
-bytes for each anchor, and at most twice `CANDIDATES` ratios.
+bytes for each anchor, and at most twice `CANDIDATES` similarities.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ MAX_WANTED = 200
 """Characters of a wanted id looked at (after stripping): a 10,000-character id costs as
 much as a 200-character one."""
 CANDIDATES = 25
-"""Ids ranked by difflib from each anchor (start, end)."""
+"""Ids ranked by `similarity` from each anchor (start, end)."""
 POOL = 400
 """Ids looked at for each anchor length, the closest in length kept."""
 SLACK = 2
@@ -59,16 +60,17 @@ class IdIndex:
     def suggest(self, wanted: str) -> list[str]:
         """Ids close to `wanted`, the same ones first, then the closest, then those that
         hold it; at most `LIMIT`."""
-        lowered = wanted.strip()[:MAX_WANTED].lower()
-        key = squeeze(lowered).replace(b"\n", b"")
+        key = squeeze(wanted.strip()[:MAX_WANTED]).replace(b"\n", b"")
         if not key or not self.ids:
             return []
         same = [self.ids[n] for n in self._find(b"\n" + key + b"\n", 1)]
         containing = [self.ids[n] for n in self._find(key, 0, LIMIT)]
         candidates = dict.fromkeys(self._anchored(key, start=True))
         candidates.update(dict.fromkeys(self._anchored(key, start=False)))
-        close = _closest(lowered, [self.ids[n] for n in candidates])
-        held = [self.ids[n] for n in candidates if self._line(n) in key]  # an extra part
+        order = list(candidates)
+        lines = [self._line(n) for n in order]
+        close = [self.ids[order[n]] for n in _closest(key, lines)]
+        held = [self.ids[n] for n, line in zip(order, lines, strict=True) if line in key]
         return list(dict.fromkeys([*same, *close, *containing, *held]))[:LIMIT]
 
     def _line(self, n: int) -> bytes:
@@ -115,22 +117,45 @@ class IdIndex:
                 yield line
 
 
-def _closest(wanted: str, candidates: Sequence[str]) -> list[str]:
-    """The `CLOSE` candidates most like `wanted` by difflib's ratio (at least `CUTOFF`),
-    best first, with get_close_matches' cheap upper bounds tried first."""
-    if not candidates:
-        return []
-    from difflib import SequenceMatcher  # imported on the first miss, not at every start
-
-    matcher = SequenceMatcher()
-    matcher.set_seq2(wanted)
+def _closest(key: bytes, candidates: Sequence[bytes]) -> list[int]:
+    """The positions of the `CLOSE` candidates most like `key` (`similarity` at least
+    `CUTOFF`), best first; of equals, the closest in length, then the first."""
+    pairs = _pairs(key)
     scored = []
     for n, candidate in enumerate(candidates):
-        matcher.set_seq1(candidate.lower())
-        if (
-            matcher.real_quick_ratio() >= CUTOFF
-            and matcher.quick_ratio() >= CUTOFF
-            and (ratio := matcher.ratio()) >= CUTOFF
-        ):
-            scored.append((-ratio, n, candidate))
-    return [candidate for _, _, candidate in sorted(scored)[:CLOSE]]
+        score = similarity(key, candidate, pairs)
+        if score >= CUTOFF:
+            scored.append((-score, abs(len(candidate) - len(key)), n))
+    return [n for _, _, n in sorted(scored)[:CLOSE]]
+
+
+def similarity(a: bytes, b: bytes, pairs_a: frozenset[bytes] | None = None) -> float:
+    """How alike two squeezed ids are, from 0 to 1: the larger of the share of the longer
+    one that their common start and end make (one typo leaves it near 1; a part left out
+    or added, the share of the rest) and the Dice coefficient of their letter pairs
+    (several typos, letters swapped)."""
+    longest = max(len(a), len(b))
+    if not longest:
+        return 1.0
+    shared = _common(a, b) + _common(a[::-1], b[::-1])
+    pairs_a = _pairs(a) if pairs_a is None else pairs_a
+    pairs_b = _pairs(b)
+    both = len(pairs_a) + len(pairs_b)
+    dice = 2 * len(pairs_a & pairs_b) / both if both else 0.0
+    return max(min(shared, len(a), len(b)) / longest, dice)
+
+
+def _common(a: bytes, b: bytes) -> int:
+    """The length of the common start of `a` and `b` (compared in C, halving)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _pairs(text: bytes) -> frozenset[bytes]:
+    return frozenset(text[n : n + 2] for n in range(len(text) - 1))
