@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add
 
 MAX_WANTED = 200
 """Characters of a wanted id looked at (after stripping): a 10,000-character id costs as
 much as a 200-character one."""
-CANDIDATES = 25
+CANDIDATES = 20
 """Ids ranked by `similarity` from each anchor (start, end)."""
-POOL = 400
+POOL = 100
 """Ids looked at for each anchor length, the closest in length kept."""
 SLACK = 2
 CLOSE, LIMIT, CUTOFF = 5, 10, 0.5
@@ -54,7 +55,7 @@ class IdIndex:
             joined = "\n".join(i.replace("\n", " ") for i in ids)
         self.text = b"\n" + squeeze(joined) + b"\n"
         lines = self.text[1:-1].split(b"\n") if ids else []
-        self.starts = list(accumulate((len(line) + 1 for line in lines), initial=1))
+        self.starts = list(accumulate(map(add, map(len, lines), repeat(1)), initial=1))
         """Where line n (id n) starts in `text`."""
 
     def suggest(self, wanted: str) -> list[str]:
@@ -78,8 +79,9 @@ class IdIndex:
 
     def _anchored(self, key: bytes, start: bool) -> list[int]:
         """Ids that start (or end) like `key`: those sharing the longest start (end) of it
-        any id has, or up to `SLACK` characters less (`pressurev2` shares one more with
-        `pressure-valve` than with `pressure`), the closest in length first."""
+        any id has, or up to `SLACK` characters less while they are few (`pressurev2`
+        shares one more with `pressure-valve` than with `pressure`), the closest in
+        length first."""
         low, high = 0, len(key)  # the longest shared length lies in [low, high]
         while low < high:
             mid = (low + high + 1) // 2
@@ -92,6 +94,8 @@ class IdIndex:
             return []
         found: dict[int, None] = {}
         for length in range(low, max(shortest, low - SLACK) - 1, -1):
+            if len(found) >= CANDIDATES:
+                break
             needle = self._part(key, length, start)
             found.update(dict.fromkeys(self._find(needle, 1 if start else 0, POOL)))
         starts = self.starts
