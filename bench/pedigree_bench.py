@@ -3,6 +3,11 @@ without reviewers: build time, bundle bytes, cold start (open + first brief, in 
 process) and `brief` p50/p99 over tasks made from the docs' titles. One run, ratios.
 
     python bench/pedigree_bench.py [--docs 10000] [--reviews-per-doc 5] [--tasks 200]
+                                   [--other-reader PYTHONPATH]
+
+With --other-reader, the cold starts are also taken with the runtime found on that path
+(another checkout's `runtime`), back to back on the same bundles: a reader that does not
+know reviews-offsets.bin parses reviews.json whole, as before issue 29.
 
 The reviews are real records: signed by five declared reviewers (keys from fixed seeds),
 over each doc's current revision, with verdicts mixed as a busy team's would be (mostly
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -45,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=10_000)
     parser.add_argument("--reviews-per-doc", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=200, help="brief calls timed per library")
+    parser.add_argument("--other-reader", help="PYTHONPATH of another runtime to compare")
     args = parser.parse_args(argv)
     plain = generate(WORK / "plain", args.docs)
     say(f"generated {args.docs} docs")
@@ -66,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
             "cold_start_ms": cold_start(out),
             **brief_times(out, args.tasks),
         }
+        if args.other_reader:
+            rows[name]["other_cold_start_ms"] = cold_start(out, args.other_reader)
+            rows[name]["cold_start_again_ms"] = cold_start(out)
     print(report(rows, args))
     return 0
 
@@ -139,8 +149,10 @@ print(json.dumps((time.perf_counter() - started) * 1000))
 """
 
 
-def cold_start(out: Path) -> float:
-    """Open + first brief in a fresh interpreter, median of three."""
+def cold_start(out: Path, pythonpath: str | None = None) -> float:
+    """Open + first brief in a fresh interpreter, median of three; with the runtime on
+    `pythonpath` when given."""
+    env = None if pythonpath is None else {**os.environ, "PYTHONPATH": pythonpath}
     runs = []
     for _ in range(3):
         child = subprocess.run(
@@ -148,6 +160,7 @@ def cold_start(out: Path) -> float:
             check=True,
             capture_output=True,
             text=True,
+            env=env,
         )
         runs.append(json.loads(child.stdout))
     return statistics.median(runs)
@@ -185,7 +198,11 @@ def report(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> str:
         ("cold start: open + first brief (ms)", "cold_start_ms", "{:.0f}"),
         ("brief p50 (ms)", "brief_p50_ms", "{:.2f}"),
         ("brief p99 (ms)", "brief_p99_ms", "{:.2f}"),
+        ("cold start, other reader (ms)", "other_cold_start_ms", "{:.0f}"),
+        ("cold start, this reader again (ms)", "cold_start_again_ms", "{:.0f}"),
     ):
+        if key_ not in base:
+            continue
         scale = 1e6 if key_ == "bundle_bytes" else 1
         a, b = base[key_] / scale, with_[key_] / scale
         lines.append(f"| {label} | {fmt.format(a)} | {fmt.format(b)} | {b / a:.2f}x |")

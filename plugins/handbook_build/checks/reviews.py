@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handbook.bundle import canonical
+from handbook.bundle import canonical, review_offsets
 from handbook.bundle.catalog import DocEntry
 from handbook.bundle.signing import PublicKey
 from handbook.pedigree.derived import Ledger, Policy, is_retired
@@ -241,9 +241,10 @@ def _unknown(
     return None
 
 
-def reviews_file(config: Config, records: Sequence[Record]) -> bytes:
+def reviews_files(config: Config, records: Sequence[Record]) -> tuple[bytes, bytes]:
     """`reviews.json`: the reviewers (key id -> name), the policy and the verified
-    records, canonical and sorted by id, so the same records give the same bytes."""
+    records, canonical and sorted by id, so the same records give the same bytes; and
+    `reviews-offsets.bin`, where each doc's records lie in it."""
     assert config.reviews is not None
     settings = config.reviews
     policy: dict[str, Any] = {
@@ -258,7 +259,7 @@ def reviews_file(config: Config, records: Sequence[Record]) -> bytes:
         "policy": policy,
         "records": [to_dict(r) for r in sorted(records, key=lambda r: r.id)],
     }
-    return canonical.dumps(data) + b"\n"
+    return review_offsets.write(data)
 
 
 def write_record(folder: Path, record: Record, below: Path | None = None) -> Path:

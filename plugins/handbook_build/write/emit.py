@@ -28,6 +28,7 @@ from handbook.bundle.layout import (
     INDEX,
     INDEX_GZ,
     LLMS,
+    REVIEW_OFFSETS,
     REVIEWS,
     SEARCH,
     TOOLS,
@@ -38,7 +39,7 @@ from handbook.tools.table import context_of, definitions
 
 from ..checks.audiences import used_fields, used_vocabularies
 from ..checks.field_names import catalog_meta, filter_name, is_filter_value
-from ..checks.reviews import reviews_file
+from ..checks.reviews import reviews_files
 from ..config.options import VERIFIED_STATES
 from ..config.settings import Config
 from ..read.parse import Doc
@@ -96,7 +97,9 @@ def emit(
     writer.write(CATALOG_OFFSETS, offsets)
     del catalog_bytes
     if config.reviews is not None:
-        writer.write(REVIEWS, reviews_file(config, records))
+        reviews, offsets = reviews_files(config, records)
+        writer.write(REVIEWS, reviews)
+        writer.write(REVIEW_OFFSETS, offsets)
     _write_lunr(config, writer, index)
     with writer.stream(SEARCH) as fh:
         for piece in search_file(order, markdown, catalog, index):

@@ -24,7 +24,7 @@ import json
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from itertools import pairwise
+from itertools import islice
 from typing import Any
 
 from ..errors import FormatError
@@ -96,23 +96,20 @@ class CatalogOffsets:
         id_offsets = _read(data, _HEAD + 8 * docs, docs + 1)
         if id_offsets[0] != 0 or ids_at + id_offsets[-1] != len(data):
             raise refuse("its ids do not fill the end of the file")
-        previous = 0
-        for start, end in zip(self.starts, self.ends, strict=True):
-            if not previous < start < end:
-                raise refuse(f"entry ranges out of order or empty in {CATALOG}")
-            previous = end
-        if not previous < lib_start < lib_end < catalog_bytes:
+        bounds = _uint32s([0] * 2 * docs)  # start, end, start, end, ... never falling
+        bounds[0::2], bounds[1::2] = self.starts, self.ends
+        if docs and not (self.starts[0] > 0 and _sorted(bounds.tolist())):
+            raise refuse(f"entry ranges out of order in {CATALOG}")  # an empty one: on use
+        if not (self.ends[-1] if docs else 0) < lib_start < lib_end < catalog_bytes:
             raise refuse(f"the library's range lies outside {CATALOG}")
         self.library = (lib_start, lib_end)
-        if any(a >= b for a, b in pairwise(id_offsets)):
-            raise refuse("an id is empty, or the id offsets are out of order")
-        blob = data[ids_at:]
-        try:
-            self.ids = [blob[id_offsets[n] : id_offsets[n + 1]].decode() for n in range(docs)]
-        except UnicodeDecodeError:
-            raise refuse("an id is not UTF-8") from None
-        if any(a > b for a, b in pairwise(self.ids)):
+        if not _sorted(id_offsets.tolist()):
+            raise refuse("the id offsets are out of order")
+        self.ids = _ids(data[ids_at:], id_offsets)
+        if not _sorted(self.ids):
             raise refuse("ids are not sorted")
+        if docs and not self.ids[0]:  # sorted: an empty id comes first
+            raise refuse("an id is empty")
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -124,6 +121,23 @@ class CatalogOffsets:
     def span(self, position: int) -> tuple[int, int]:
         """The byte range of the doc at `position` in catalog.json."""
         return self.starts[position], self.ends[position]
+
+
+def _sorted(values: list[Any]) -> bool:
+    """Whether `values` never fall (compared in C: a sorted list sorts in one pass, so
+    the checks of 10,000 docs take well under a millisecond)."""
+    return values == sorted(values)
+
+
+def _ids(blob: bytes, offsets: array[int]) -> list[str]:
+    """The ids the offsets cut `blob` into; FormatError when one is not UTF-8."""
+    spans = map(slice, offsets, islice(offsets, 1, None))
+    try:
+        if blob.isascii():  # decoded once, then cut
+            return list(map(blob.decode("ascii").__getitem__, spans))
+        return [blob[span].decode() for span in spans]
+    except UnicodeDecodeError:
+        raise FormatError(f"{CATALOG_OFFSETS}: an id is not UTF-8") from None
 
 
 def _uint32s(items: list[int] | None = None) -> array[int]:

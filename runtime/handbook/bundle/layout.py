@@ -29,6 +29,9 @@ LLMS = "llms.txt"
 REVIEWS = "reviews.json"
 """The verified review and invalidation records, the reviewers and the review policy
 (only in a library that declares reviewers)."""
+REVIEW_OFFSETS = "reviews-offsets.bin"
+"""Where each doc's records lie in reviews.json, for reading one doc's alone
+(`handbook.bundle.review_offsets`)."""
 OBJECTS_DIR = "objects"
 """Not part of a bundle: where a publisher may put every listed file again under its
 sha256 (`objects/<sha256>` beside the manifest), so that remote readers fetch each file

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DownloadError, ExpiredError, FormatError, HashMismatchError, MissingFileError
+from . import review_offsets
 from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
 from .catalog_offsets import CatalogOffsets
-from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, is_content
+from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, REVIEW_OFFSETS, is_content
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
 from .signing import PublicKey
 from .sources import FileSource
@@ -69,6 +70,7 @@ class Bundle:
         catalog is parsed."""
         self._whole = False
         """Set when catalog-offsets.bin describes another catalog.json: parse it whole."""
+        self._offsets_read: CatalogOffsets | None = None
         self._lock = threading.Lock()
         self.integrity_error: str | None = None
         """The last file refused when read (hashed lazily), for `status` to report."""
@@ -111,9 +113,19 @@ class Bundle:
     def docs_with_id(self, doc_id: str) -> list[DocEntry] | None:
         """The docs with id `doc_id` (one per language), each entry parsed alone and
         checked against the manifest; None when that is not possible (a bundle without
-        catalog-offsets.bin, or a catalog already parsed: use `catalog`)."""
+        catalog-offsets.bin, or a catalog already parsed: use `catalog`). An id the
+        offsets file does not hold is answered without reading catalog.json."""
+        offsets = None if self._catalog is not None else self._offsets()
+        if offsets is not None and not offsets.positions(doc_id):
+            return []
         entries = self._lazy_entries()
         return None if entries is None else entries.with_id(doc_id)
+
+    def doc_ids(self) -> Sequence[str]:
+        """Every doc's id in catalog order (so sorted, once per language): from
+        catalog-offsets.bin alone where it describes the listed catalog.json."""
+        offsets = None if self._catalog is not None else self._offsets()
+        return [doc.id for doc in self.catalog.docs] if offsets is None else offsets.ids
 
     def doc_at(self, position: int) -> DocEntry | None:
         """The doc at `position` in the catalog, its entry parsed alone and checked
@@ -121,21 +133,30 @@ class Bundle:
         entries = self._lazy_entries()
         return None if entries is None else entries.doc(position)
 
-    def _lazy_entries(self) -> _Entries | None:
+    def _offsets(self) -> CatalogOffsets | None:
+        """catalog-offsets.bin, verified, when it was written for the listed catalog.json."""
         files = self.manifest.signed.files
-        if self._catalog is not None or self._whole or CATALOG_OFFSETS not in files:
+        if self._whole or CATALOG_OFFSETS not in files:
             return None
-        if self._entries is None:
-            if CATALOG not in self.manifest.signed.files:
+        if self._offsets_read is None:
+            if CATALOG not in files:
                 raise FormatError(f"{CATALOG}: not listed in the manifest")
-            listed = self.manifest.signed.files[CATALOG]
-            offsets = CatalogOffsets(self.read(CATALOG_OFFSETS), listed.bytes)
-            if offsets.catalog_sha256 != listed.sha256:  # written for another catalog.json
+            offsets = CatalogOffsets(self.read(CATALOG_OFFSETS), files[CATALOG].bytes)
+            if offsets.catalog_sha256 != files[CATALOG].sha256:  # for another catalog.json
                 self._whole = True
                 return None
-            catalog = self.read(CATALOG)  # verified whole; only entries are parsed
-            self._entries = _Entries(offsets, catalog, self.manifest)
-        return self._entries
+            if len(offsets) != self.manifest.signed.docs:
+                raise FormatError(
+                    f"{CATALOG_OFFSETS}: lists {len(offsets)} docs, not {self.manifest.signed.docs}"
+                )
+            self._offsets_read = offsets
+        return self._offsets_read
+
+    def _lazy_entries(self) -> _Entries | None:
+        offsets = None if self._catalog is not None else self._offsets()
+        if offsets is not None and self._entries is None:  # catalog.json verified whole
+            self._entries = _Entries(offsets, self.read(CATALOG), self.manifest)
+        return None if offsets is None else self._entries
 
     def read(self, name: str, keep: bool = True) -> bytes:
         """The verified bytes of a listed file. Content files are kept in a bounded cache,
@@ -202,6 +223,8 @@ def open_bundle(
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
         check_offsets(bundle)
+        if REVIEW_OFFSETS in manifest.signed.files:
+            review_offsets.check(manifest, bundle.read(REVIEW_OFFSETS), bundle.read)
     return bundle
 
 

@@ -9,7 +9,6 @@ alone where the bundle has catalog-offsets.bin).
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -20,14 +19,16 @@ from typing import Any, cast
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
 from ..bundle.catalog import DocEntry, SectionEntry, passages
-from ..bundle.layout import REVIEWS, SEARCH
+from ..bundle.layout import SEARCH
 from ..bundle.local import Bundle
-from ..pedigree.derived import Ledger, ledger_of, retirement
+from ..pedigree.derived import Ledger, retirement
+from ..pedigree.indexed import open_ledger
 from ..search.retriever import LexicalRetriever, Retriever, open_retriever
 from ..search.retriever_choice import open_named
 from ..search.stemmer import stem
 from ..tools.model import ToolContext
 from ..tools.table import context_of
+from .suggestions import IdIndex
 
 MAX_AVAILABLE_IDS = 50
 _COMPACT = re.compile(r"[\W_]+")
@@ -101,10 +102,9 @@ class Snapshot:
 
     @cached_property
     def ledger(self) -> Ledger | None:
-        """The verified reviews, for a library that declares reviewers."""
-        if REVIEWS not in self.bundle.manifest.signed.files:
-            return None
-        return ledger_of(json.loads(self.bundle.read(REVIEWS)))
+        """The verified reviews, for a library that declares reviewers: read per doc where
+        the bundle has reviews-offsets.bin (`handbook.pedigree.indexed`)."""
+        return open_ledger(self.bundle)
 
     def pedigree(self, doc: DocEntry) -> Pedigree | None:
         """The doc's pedigree now (`handbook.pedigree.derived`); for a library without reviewers,
@@ -213,23 +213,24 @@ class Snapshot:
         """The doc's verified content."""
         return self.bundle.read(doc.content)
 
+    @cached_property
+    def id_index(self) -> IdIndex:
+        """The ids suggestions come from, read from catalog-offsets.bin where the bundle
+        has it (the catalog is not parsed)."""
+        return IdIndex(self.bundle.doc_ids())
+
     def suggest(self, doc_id: str) -> list[str]:
-        """Ids close to `doc_id`: aliases and keywords, similar spellings, substrings."""
-        ids = [d.id for d in self.docs]
-        wanted = doc_id.strip().lower()
-        key = compact(wanted)
-        aliases = [self.docs[n].id for n in self.identities.get(key, ())]
-        close = close_matches(wanted, ids, n=5, cutoff=0.5)
-        contains = [i for i in ids if key and (key in compact(i) or compact(i) in key)]
-        return list(dict.fromkeys([*aliases, *close, *contains]))[:10]
+        """Ids close to `doc_id`: the same but for case and punctuation, similar
+        spellings, ids that hold it (`handbook.handlers.suggestions`)."""
+        return self.id_index.suggest(doc_id)
 
     def unknown_id(self, doc_id: str) -> GetAnswer:
-        ids = [d.id for d in self.docs]
+        ids = self.id_index.ids
         return {
             "found": False,
             "error": {"code": "unknown_id", "message": f"no doc with id {clip(doc_id)!r}"},
             "suggestions": self.suggest(doc_id),
-            "available_ids": ids[:MAX_AVAILABLE_IDS],
+            "available_ids": list(ids[:MAX_AVAILABLE_IDS]),
             "available_ids_truncated": len(ids) > MAX_AVAILABLE_IDS,
             "hint": "Use one of the suggestions, or list() to find the right id.",
         }

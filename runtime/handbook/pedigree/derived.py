@@ -31,7 +31,7 @@ one half.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..bounds import clip
@@ -84,10 +84,18 @@ class Ledger:
     def name_of(self, key_id: str) -> str:
         return self.reviewers.get(key_id, key_id[:16])
 
-    def of(self, doc: DocEntry) -> list[Review]:
+    def of(self, doc: DocEntry) -> Sequence[Review]:
         """The verified reviews of the doc (any revision)."""
         lang = doc.meta.get("lang")
-        return self.reviews.get((doc.id, lang if isinstance(lang, str) else None), [])
+        return self.reviews_of(doc.id, lang if isinstance(lang, str) else None)
+
+    def reviews_of(self, doc_id: str, lang: str | None) -> Sequence[Review]:
+        """The reviews of the doc `doc_id` in `lang` (None: a review naming no language)."""
+        return self.reviews.get((doc_id, lang), [])
+
+    def invalidations_of(self, about: str) -> Sequence[Invalidation]:
+        """The invalidations of the artifact `about`."""
+        return self.invalidations.get(about, [])
 
     def pedigree(self, doc: DocEntry, now: float) -> dict[str, Any]:
         """The doc's pedigree at time `now` (seconds since the epoch), JSON-ready."""
@@ -158,7 +166,7 @@ class Ledger:
             return f"the doc changed after its last review ({utc_time(last.issued_at)[:10]})"
         reviewed = max(r.issued_at for r in current)
         for about in _listed(doc.meta.get("about")):
-            changed = [r.changed_at for r in self.invalidations.get(str(about), ())]
+            changed = [r.changed_at for r in self.invalidations_of(str(about))]
             if changed and max(changed) > reviewed:
                 when = utc_time(max(changed))[:10]
                 return f"{about} changed ({when}) after the doc's last review"
@@ -220,19 +228,24 @@ def ledger_of(data: Any) -> Ledger:
     ValueError or RecordError when its shape is wrong."""
     if not isinstance(data, dict):
         raise ValueError("reviews.json must be an object")
-    reviewers = data.get("reviewers", {})
-    policy = data.get("policy", {})
-    if not isinstance(reviewers, dict) or not isinstance(policy, dict):
-        raise ValueError("reviews.json: reviewers and policy must be objects")
+    reviewers, policy = head_of(data.get("policy", {}), data.get("reviewers", {}))
     records = [from_dict(r) for r in data.get("records", [])]
     return Ledger(
-        {str(k): str(v) for k, v in reviewers.items()},
+        reviewers,
         [r for r in records if isinstance(r, Review)],
         [r for r in records if isinstance(r, Invalidation)],
-        Policy(
-            int(policy.get("required_approvals", 0)),
-            tuple(map(str, policy.get("protected_kinds", ()))),
-            tuple(map(str, policy.get("protected_keywords", ()))),
-            policy.get("horizon") if isinstance(policy.get("horizon"), int) else None,
-        ),
+        policy,
+    )
+
+
+def head_of(policy: Any, reviewers: Any) -> tuple[dict[str, str], Policy]:
+    """The reviewers (key id -> name) and the policy of reviews.json's `reviewers` and
+    `policy` values; ValueError when their shape is wrong."""
+    if not isinstance(reviewers, dict) or not isinstance(policy, dict):
+        raise ValueError("reviews.json: reviewers and policy must be objects")
+    return {str(k): str(v) for k, v in reviewers.items()}, Policy(
+        int(policy.get("required_approvals", 0)),
+        tuple(map(str, policy.get("protected_kinds", ()))),
+        tuple(map(str, policy.get("protected_keywords", ()))),
+        policy.get("horizon") if isinstance(policy.get("horizon"), int) else None,
     )

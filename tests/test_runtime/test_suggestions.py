@@ -1,0 +1,154 @@
+"""Suggestions for an unknown id come from the sorted ids alone: never from parsing the
+catalog, at least as often right as difflib over every id was (the suggestions before
+issue 29) for typos, case and missing or extra parts, and bounded for hostile ids."""
+
+from __future__ import annotations
+
+import difflib
+import random
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import PUBLIC
+
+from handbook import Library
+from handbook.handlers import suggestions
+from handbook.handlers.suggestions import IdIndex
+
+KINDS = ["device", "guide", "procedure", "protocol", "reference", "howto"]
+VENDORS = ["acme", "voltra", "kestrel", "orbis", "omron", "beckhoff"]
+WORDS = ["line", "controller", "pump", "valve", "sensor", "pressure", "reject", "bin"]
+WORDS += ["changeover", "threading", "labeller", "api", "modbus", "mqtt", "night", "shift"]
+_COMPACT = re.compile(r"[\W_]+")
+
+
+def _library_ids(rng: random.Random, count: int) -> list[str]:
+    def one() -> str:
+        kind = rng.choice(KINDS)
+        if kind == "device":
+            model = rng.choice("abcdemx") + rng.choice("abcdelmrw") + str(rng.randrange(2, 900))
+            return f"device.{rng.choice(VENDORS)}.{model}"
+        return f"{kind}.{'-'.join(rng.sample(WORDS, rng.randrange(1, 4)))}"
+
+    return sorted({one() for _ in range(count)})
+
+
+def _variants(rng: random.Random, wanted: str) -> Iterator[tuple[str, str]]:
+    at, c = rng.randrange(1, len(wanted) - 1), rng.choice("abcdefghijklmnopqrstuvwxyz")
+    yield "typo", wanted[:at] + wanted[at + 1] + wanted[at] + wanted[at + 2 :]  # swapped
+    yield "typo", wanted[:at] + wanted[at + 1 :]  # a letter left out
+    yield "typo", wanted[:at] + c + wanted[at:]  # one too many
+    yield "typo", wanted[:at] + c + wanted[at + 1 :]  # one wrong
+    yield "case", wanted.upper() if rng.random() < 0.5 else wanted.title()
+    yield "part", wanted.split(".", 1)[1]  # the kind left out
+    yield "part", wanted + rng.choice(["s", "-manual", ".v2", "x"])
+
+
+def _before(wanted: str, ids: list[str]) -> list[str]:
+    """What suggestions were before: difflib over every id, and ids holding it."""
+    lowered = wanted.strip().lower()
+    key = _COMPACT.sub("", lowered)
+    squeezed = [_COMPACT.sub("", i) for i in ids]
+    same = [i for i, s in zip(ids, squeezed, strict=True) if s == key]
+    close = difflib.get_close_matches(lowered, ids, n=5, cutoff=0.5)
+    holding = [i for i, s in zip(ids, squeezed, strict=True) if key and (key in s or s in key)]
+    return list(dict.fromkeys([*same, *close, *holding]))[:10]
+
+
+def test_suggestions_are_right_at_least_as_often_as_difflib_over_every_id() -> None:
+    rng = random.Random(29)
+    ids = _library_ids(rng, 300)
+    index = IdIndex(ids)
+    squeezed = [_COMPACT.sub("", i) for i in ids]
+    right: dict[str, list[int]] = {}
+    for wanted in rng.sample(ids, 40):
+        for kind, variant in _variants(rng, wanted):
+            key = _COMPACT.sub("", variant.lower())
+            if variant in ids or sum(key in s for s in squeezed) > 3:
+                continue  # `modbus` for one of 30 ids ending in it: no list of 10 is wrong
+            tally = right.setdefault(kind, [0, 0, 0])
+            tally[0] += 1
+            tally[1] += wanted in _before(variant, ids)
+            tally[2] += wanted in index.suggest(variant)
+    for kind, (tried, before, now) in right.items():
+        assert now >= before, f"{kind}: right {now} of {tried} times, difflib {before}"
+    assert right["typo"][2] >= 0.95 * right["typo"][0]
+    assert right["case"][2] == right["case"][0]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "first"),
+    [
+        ("device.acme.AC200", "device.acme.ac200"),  # case
+        ("device-acme-ac200", "device.acme.ac200"),  # punctuation
+        ("devcie.acme.ac200", "device.acme.ac200"),  # a typo at the start
+        ("device.acme.ac2000", "device.acme.ac200"),  # one too many at the end
+        ("acme.ac200", "device.acme.ac200"),  # the kind left out
+        ("  guide.commisioning ", "guide.commissioning"),
+    ],
+)
+def test_the_intended_id_comes_first(wanted: str, first: str) -> None:
+    ids = ["device.acme.ac200", "device.acme.ac300", "device.voltra.em3", "guide.about"]
+    ids += ["guide.commissioning", "protocol.modbus", "protocol.mqtt"]
+    assert IdIndex(ids).suggest(wanted)[0] == first
+
+
+def test_ids_holding_the_wanted_one_are_suggested_in_order() -> None:
+    ids = [f"device.acme.ac{n}" for n in range(100, 130)] + ["guide.acme"]
+    found = IdIndex(sorted(ids)).suggest("acme")
+    assert len(found) == 10 and "guide.acme" in found
+
+
+@pytest.mark.parametrize(
+    "wanted",
+    [
+        "x" * 10_000,
+        "device.acme.ac200" * 600,
+        "\x00\x01\n\r\t" * 2000,
+        "\ud800\udfff" * 100,  # lone surrogates, as a JSON body can hold
+        "дев.акме" * 1000,
+        "",
+        "...",
+        "\n",
+    ],
+)
+def test_hostile_ids_cost_bounded_work(wanted: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However long or odd the id, at most `MAX_WANTED` characters are looked at and at
+    most twice `CANDIDATES` ids are compared with it."""
+    ids = [*_library_ids(random.Random(1), 2000), "device.acme.ac200"]
+    index = IdIndex(sorted(ids))
+    compared: list[int] = []
+    original = suggestions._closest
+
+    def counting(key: bytes, candidates: list[bytes]) -> list[int]:
+        assert len(key) <= 4 * suggestions.MAX_WANTED  # UTF-8 bytes of at most 200 characters
+        compared.append(len(candidates))
+        return original(key, candidates)
+
+    monkeypatch.setattr(suggestions, "_closest", counting)
+    found = index.suggest(wanted)
+    assert len(found) <= suggestions.LIMIT and set(found) <= set(ids)
+    assert sum(compared) <= 2 * suggestions.CANDIDATES
+    if wanted.startswith("device.acme.ac200"):
+        assert found[0] == "device.acme.ac200"
+
+
+def test_an_id_holding_a_line_break_does_not_shift_the_others() -> None:
+    index = IdIndex(["alpha.one", "beta\ngamma", "delta.two"])
+    assert index.suggest("delta.tow")[0] == "delta.two"
+    assert index.suggest("beta.gamma") == ["beta\ngamma"]
+
+
+def test_an_unknown_id_reads_neither_the_catalog_nor_its_entries(
+    plant_floor_bundle: Path,
+) -> None:
+    lib = Library.open(plant_floor_bundle, [PUBLIC])
+    answer = lib.get("device.acme.ac-2000")
+    assert answer["found"] is False and answer["suggestions"][0] == "device.acme.ac200"
+    assert lib.bundle._catalog is None and lib.bundle._entries is None
+    assert "catalog.json" not in lib.bundle._core  # not even read and hashed
+    whole = Library.open(plant_floor_bundle, [PUBLIC])
+    whole.bundle.catalog  # noqa: B018
+    assert whole.get("device.acme.ac-2000") == answer
