@@ -150,15 +150,19 @@ def hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
 def check_tree(tree: Tree, files: Mapping[str, FileEntry], sizes: bool) -> None:
     """One walk of the bundle folder, less the content-addressed folders: every listed
     file present and a regular file (not a link), of its listed size when `sizes`;
-    nothing else there but `content/` and `resources/`, which must be folders and are
-    not listed here (`check_content`). Without `sizes` no file is stat'ed (sizes are
-    then checked as each file is read)."""
+    nothing else there but `content/` and `resources/`, which must be folders, are
+    opened (not listed) here and listed by `check_content`. Without `sizes` no file is
+    stat'ed (sizes are then checked as each file is read)."""
     for folder, names in _expected(files).items():
         prefix = folder + "/" if folder else ""
         present = _present(tree, folder)
         if not folder:  # the content folders, when there, are checked by check_content
-            names = names | {f"{name}/" for name in CONTENT_FOLDERS} & present.keys()
+            addressed = {f"{name}/" for name in CONTENT_FOLDERS} & present.keys()
+            names = names | addressed
         _check_names(prefix, names, present)
+        if not folder:  # held open now: a folder swapped later cannot redirect a read
+            for name in addressed:
+                tree.folder(name.rstrip("/"))
         if sizes:
             _check_sizes(prefix, present, files)
 
