@@ -6,7 +6,8 @@ container is read within fixed budgets from its first byte: the stream is decomp
 a chunk at a time and read a header at a time (`handbook.bundle.tarstream`), and the manifest
 comes first, so every later entry is checked against its listing before a byte of it is
 read. A hostile archive costs at most its manifest in memory and, as the signature is
-checked only afterwards, at most what that manifest lists on disk:
+checked only afterwards, at most what that manifest lists on disk plus content-addressed
+members, `MAX_TOTAL_BYTES` in all:
 
 1. entry 1 is ``manifest.json``, at most `MAX_MANIFEST_BYTES`, parsed strictly; its
    listing may name at most `MAX_MEMBERS` files and `MAX_TOTAL_BYTES` bytes;
