@@ -213,11 +213,13 @@ def open_bundle(
     the cause otherwise. Whom to trust is `trust`, or else a policy made from `keys`
     (plus $HANDBOOK_TRUSTED_KEYS), `allow_unsigned` and `threshold`.
 
-    Every file's presence, type and size are always checked, and no unlisted file may
-    exist. With `hash_all` (the default, as for `handbook verify`) every file is hashed
-    now and the catalog checked against the content; otherwise each file is hashed when
-    it is first read (the runtime's fast open: an agent's process should not hash 300 MB
-    to answer one question)."""
+    Every listed file's presence and type are always checked, and no unlisted file may
+    exist outside the content folders. With `hash_all` (the default, as for `handbook
+    verify`) every listed file is hashed now, the catalog parsed and checked, the content
+    folders listed (exactly the files the catalog refers to) and every content file
+    hashed; otherwise each file is checked when it is first read, a content file against
+    the catalog entry that names it (the runtime's fast open: an agent's process should
+    not hash 300 MB, or list 10,000 names, to answer one question)."""
     if trust is None:
         trust = TrustPolicy.of(keys, threshold=threshold, allow_unsigned=allow_unsigned)
     root = Path(os.path.realpath(path))
