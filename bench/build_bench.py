@@ -283,9 +283,13 @@ def lunr_index_file(published: Path) -> Path:
 
 
 def bundle_sizes(published: Path) -> dict[str, int]:
-    """Bytes of every file the manifest lists, of its content/ files, and of the larger
-    files, as the size goal counts them (the manifest itself is not listed)."""
-    files = json.loads((published / "manifest.json").read_bytes())["signed"]["files"]
+    """Bytes of every file of the bundle (those the manifest lists, and the content and
+    attached files it does not list since handbook/v2), of its content/ files, and of the
+    larger files, as the size goal counts them (the manifest itself is not listed)."""
+    files = dict(json.loads((published / "manifest.json").read_bytes())["signed"]["files"])
+    for folder in ("content", "resources"):  # handbook/v2: the catalog vouches for these
+        for path in sorted((published / folder).iterdir()) if (published / folder).is_dir() else ():
+            files[f"{folder}/{path.name}"] = {"bytes": path.stat().st_size}
     out = {
         "listed": sum(f["bytes"] for f in files.values()),
         "content": sum(f["bytes"] for name, f in files.items() if name.startswith("content/")),

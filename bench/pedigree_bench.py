@@ -134,9 +134,21 @@ def write_reviews(config: Path, plain_bundle: Path, per_doc: int) -> int:
 
 
 def bundle_bytes(out: Path) -> int:
+    """Every file of the bundle: the manifest, what it lists, and (handbook/v2) the
+    content and attached files the catalog vouches for."""
     manifest = json.loads((out / "manifest.json").read_text())
     files = manifest["signed"]["files"]
-    return sum(entry["bytes"] for entry in files.values()) + (out / "manifest.json").stat().st_size
+    addressed = [
+        p
+        for folder in ("content", "resources")
+        if (out / folder).is_dir()
+        for p in (out / folder).iterdir()
+    ]
+    return (
+        sum(entry["bytes"] for entry in files.values())
+        + sum(p.stat().st_size for p in addressed)
+        + (out / "manifest.json").stat().st_size
+    )
 
 
 CHILD = """

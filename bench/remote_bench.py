@@ -107,8 +107,7 @@ def serving(
         {"root": bundle, "log": [], "objects": {}, "compress": compress, "packed": {}},
     )
     if objects:
-        signed = json.loads((bundle / MANIFEST).read_bytes())["signed"]
-        handler.objects = {entry["sha256"]: name for name, entry in signed["files"].items()}
+        handler.objects = {sha: name for name, (sha, _) in every_file(bundle).items()}
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -120,9 +119,19 @@ def serving(
         httpd.server_close()
 
 
-def bundle_bytes(bundle: Path) -> tuple[int, dict[str, int]]:
+def every_file(bundle: Path) -> dict[str, tuple[str, int]]:
+    """Every file but the manifest -> (sha256, bytes): those the manifest lists, and
+    (handbook/v2) the content and attached files, named by their sha256."""
     signed = json.loads((bundle / MANIFEST).read_bytes())["signed"]
-    sizes = {name: entry["bytes"] for name, entry in signed["files"].items()}
+    out = {name: (entry["sha256"], entry["bytes"]) for name, entry in signed["files"].items()}
+    for folder in ("content", "resources"):
+        for path in sorted((bundle / folder).iterdir()) if (bundle / folder).is_dir() else ():
+            out[f"{folder}/{path.name}"] = (path.name.removesuffix(".md"), path.stat().st_size)
+    return out
+
+
+def bundle_bytes(bundle: Path) -> tuple[int, dict[str, int]]:
+    sizes = {name: size for name, (_, size) in every_file(bundle).items()}
     return (bundle / MANIFEST).stat().st_size + sum(sizes.values()), sizes
 
 

@@ -1,5 +1,5 @@
-"""An independent verifier of the `handbook/v1` bundle format, written from the format
-description (DESIGN.md §5) alone.
+"""An independent verifier of the `handbook/v2` bundle format, written from the format
+description (DESIGN.md §5, docs/spec/bundle.md) alone.
 
 If the runtime's verifier and the build agreed on a mistake, the runtime's own tests
 would never notice. `verify_bundle` below shares no code with Handbook: it uses only
@@ -35,8 +35,11 @@ EPOCH = "1700000000"
 
 # -- the independent verifier (no Handbook imports below this line) -------------------------
 
-TAG = b"handbook/v1/manifest"
-SPEC = "handbook/v1"
+TAG = b"handbook/v2/manifest"
+SPEC = "handbook/v2"
+ADDRESSED = ("content", "resources")
+"""The folders of content-addressed files, which the manifest does not list: the catalog
+names each file by its sha256 and gives its size."""
 MANIFEST = "manifest.json"
 CATALOG = "catalog.json"
 OFFSETS = "catalog-offsets.bin"
@@ -171,10 +174,13 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
     else:
         raise Refused(f"{MANIFEST}: no valid signature by key id {keyid[:16]}")
 
-    # 3. Every listed file: present, regular, right size and sha256.
+    # 3. Every listed file: present, regular, right size and sha256; none content-addressed.
     files = signed["files"]
     if not isinstance(files, dict) or MANIFEST in files:
         raise Refused(f"{MANIFEST}: files must be an object that does not list the manifest")
+    for name in files:
+        if name.split("/")[0].casefold() in ADDRESSED:
+            raise Refused(f"{MANIFEST}: lists {name}, in a folder the catalog vouches for")
     contents: dict[str, bytes] = {}
     for name, entry in sorted(files.items()):
         if (
@@ -190,20 +196,27 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
             raise Refused(f"{name}: sha256 differs from the manifest")
         contents[name] = data
 
-    # 4. Nothing else: no unlisted file, folder or link.
+    # 4. Nothing else: no unlisted file, folder or link (the content folders: step 5).
     listed = {MANIFEST, *files}
     folders = {"/".join(n.split("/")[:i]) for n in listed for i in range(1, n.count("/") + 1)}
+    addressed: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root).as_posix()
         prefix = "" if rel == "." else rel + "/"
+        inside = prefix.split("/")[0] in ADDRESSED
         for name in dirnames:
-            if os.path.islink(os.path.join(dirpath, name)) or prefix + name not in folders:
+            if os.path.islink(os.path.join(dirpath, name)) or inside:
+                raise Refused(f"{prefix}{name}/: a folder or link the manifest does not list")
+            if prefix + name not in folders and not (not prefix and name in ADDRESSED):
                 raise Refused(f"{prefix}{name}/: a folder or link the manifest does not list")
         for name in filenames:
-            if prefix + name not in listed:
+            if inside:
+                addressed.add(prefix + name)
+            elif prefix + name not in listed:
                 raise Refused(f"{prefix}{name}: present but not listed in the manifest")
 
-    # 5. The catalog agrees with the manifest and the content files.
+    # 5. The catalog agrees with the manifest; each content and attached file it names is
+    #    there, named by the sha256 of its bytes, of the size the catalog gives; no other.
     if CATALOG not in contents:
         raise Refused(f"{CATALOG}: not listed")
     catalog = _strict_json(contents[CATALOG], CATALOG)  # JSON without floats
@@ -215,11 +228,10 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
     ids = [doc["id"] for doc in catalog["docs"]]
     if ids != sorted(set(ids)):
         raise Refused(f"{CATALOG}: doc ids are not unique and sorted")
-    referenced = set()
+    referenced: set[str] = set()
     for doc in catalog["docs"]:
-        _check_doc(doc, contents)
-        referenced.add(doc["content"])
-    orphans = {n for n in files if n.startswith("content/")} - referenced
+        referenced |= _check_doc(root, doc)
+    orphans = addressed - referenced
     if orphans:
         raise Refused(f"{sorted(orphans)[0]}: a content file no doc refers to")
 
@@ -253,13 +265,25 @@ def _check_offsets(data: bytes, raw: bytes, catalog_sha: str, catalog: dict[str,
             raise Refused(f"{OFFSETS}: entry {n} does not frame doc {doc['id']!r}")
 
 
-def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
+def _addressed_file(root: Path, what: str, name: str, folder: str, suffix: str) -> bytes:
+    """The bytes of content-addressed file `name`, which must be `folder/<sha256><suffix>`
+    with the sha256 of those very bytes."""
+    sha = name.removeprefix(folder + "/").removesuffix(suffix)
+    if name != f"{folder}/{sha}{suffix}" or len(sha) != 64 or set(sha) - set("0123456789abcdef"):
+        raise Refused(f"{what}: {name!r} is not named {folder}/<sha256>{suffix}")
+    path = root / folder / f"{sha}{suffix}"
+    if path.is_symlink() or not path.is_file():
+        raise Refused(f"{what}: {name} is missing (or not a regular file)")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise Refused(f"{name}: sha256 differs from its name")
+    return data
+
+
+def _check_doc(root: Path, doc: dict[str, Any]) -> set[str]:
+    """Check one doc entry against its content and attached files; the files it names."""
     what = f"doc {doc['id']!r}"
-    data = contents.get(doc["content"])
-    if data is None:
-        raise Refused(f"{what}: content {doc['content']} is not listed")
-    if doc["content"] != f"content/{hashlib.sha256(data).hexdigest()}.md":
-        raise Refused(f"{what}: content file is not named by the sha256 of its bytes")
+    data = _addressed_file(root, what, doc["content"], "content", ".md")
     if doc["bytes"] != len(data):
         raise Refused(f"{what}: bytes {doc['bytes']} but the content has {len(data)}")
     try:
@@ -270,13 +294,17 @@ def _check_doc(doc: dict[str, Any], contents: dict[str, bytes]) -> None:
         raise Refused(f"{what}: chars {doc['chars']} is not the content's length in characters")
     _check_sections(what, doc["sections"], data)
     _check_sections(what, doc.get("subsections", []), data, levels=range(3, 7))
+    named = {doc["content"]}
     for attached in doc.get("resources", []):
-        data = contents.get(f"resources/{attached['sha256']}")
-        if data is None:
-            raise Refused(f"{what}: attached file {attached['path']!r} is not listed")
         where = f"{what} file {attached['path']!r}"
+        name = f"resources/{attached['sha256']}"
+        data = _addressed_file(root, where, name, "resources", "")
+        if attached["bytes"] != len(data):
+            raise Refused(f"{where}: bytes {attached['bytes']} but the file has {len(data)}")
         _check_sections(where, attached.get("sections", []), data)
         _check_sections(where, attached.get("subsections", []), data, levels=range(3, 7))
+        named.add(name)
+    return named
 
 
 def _check_sections(
@@ -522,6 +550,20 @@ def _add_unlisted_file(root: Path) -> None:
     (root / "content" / "extra.md").write_text("# not listed\n", encoding="utf-8")
 
 
+def _add_unlisted_root_file(root: Path) -> None:
+    (root / "extra.txt").write_text("not listed\n", encoding="utf-8")
+
+
+def _add_unreferenced_content(root: Path) -> None:
+    """A well-named content file (its name is its bytes' sha256) that no doc refers to."""
+    data = b"# stray\n"
+    (root / "content" / f"{hashlib.sha256(data).hexdigest()}.md").write_bytes(data)
+
+
+def _add_folder_in_content(root: Path) -> None:
+    (root / "content" / "nested").mkdir()
+
+
 def _add_unlisted_folder(root: Path) -> None:
     (root / "assets").mkdir()
 
@@ -557,8 +599,11 @@ def _reencode_signature(root: Path) -> None:
 
 TAMPERING: dict[str, tuple[Callable[[Path], None], str]] = {
     "flipped content byte": (_flip_content_byte, "sha256 differs"),
+    "unreferenced content file": (_add_unreferenced_content, "no doc refers to"),
+    "misnamed content file": (_add_unlisted_file, "no doc refers to"),
+    "folder in content": (_add_folder_in_content, "does not list"),
     "truncated index": (_truncate_index, "bytes, listed as"),
-    "unlisted file": (_add_unlisted_file, "not listed"),
+    "unlisted file": (_add_unlisted_root_file, "not listed"),
     "unlisted folder": (_add_unlisted_folder, "does not list"),
     "symlinked file": (_symlink_listed_file, "symlink"),
     "pretty-printed manifest": (_pretty_print_manifest, "not canonical"),
@@ -572,7 +617,7 @@ def test_one_flipped_content_byte_is_refused(example: Built, tmp_path: Path) -> 
     root = _copy(example, tmp_path / "copy")
     verify_bundle(root, example.public)  # the untouched copy is fine
     _flip_content_byte(root)
-    with pytest.raises(Refused, match=r"content/[0-9a-f]{64}\.md: sha256 differs"):
+    with pytest.raises(Refused, match=r"content/[0-9a-f]{64}\.md: sha256 differs from its name"):
         verify_bundle(root, example.public)
 
 
@@ -717,6 +762,16 @@ def test_offsets_that_frame_another_doc_are_refused(multibyte: Built, tmp_path: 
     struct.pack_into("<I", data, 56 + 4 * docs, ends[1])
     _resign_file(root, multibyte.key, OFFSETS, bytes(data))
     with pytest.raises(Refused, match=r"catalog-offsets\.bin: entry 0 does not frame"):
+        verify_bundle(root, multibyte.public)
+
+
+def test_a_signed_listing_of_a_content_file_is_refused(multibyte: Built, tmp_path: Path) -> None:
+    """A manifest that lists a content file, as handbook/v1 did, signed by the right key:
+    the content folders are the catalog's, so such a listing is not a v2 manifest."""
+    root = _copy(multibyte, tmp_path / "copy")
+    content = _a_content_file(root)
+    _resign_file(root, multibyte.key, f"content/{content.name}", content.read_bytes())
+    with pytest.raises(Refused, match="in a folder the catalog vouches for"):
         verify_bundle(root, multibyte.public)
 
 

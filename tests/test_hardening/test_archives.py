@@ -17,6 +17,7 @@ are checked in process, each with its whole message.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import subprocess
 import sys
@@ -238,6 +239,15 @@ def unlisted(genuine: Genuine, path: Path) -> str:
     return "extra.txt is not listed in the manifest"
 
 
+def misnamed_content(genuine: Genuine, path: Path) -> str:
+    """A content-addressed member (not listed: handbook/v2) whose bytes are not the ones
+    its name hashes to."""
+    name = "content/" + "0" * 64 + ".md"
+    write(path, entries([*genuine.members, entry(name, b"# planted\n")]), END)
+    digest = hashlib.sha256(b"# planted\n").hexdigest()
+    return f"{name} holds bytes of sha256 {digest}, not the one it is named by"
+
+
 def manifest_last(genuine: Genuine, path: Path) -> str:
     write(path, entries([*genuine.members[1:], genuine.members[0]]), END)
     return (
@@ -287,12 +297,19 @@ HOSTILE: dict[str, tuple[Callable[[Genuine, Path], str], type[Exception]]] = {
     "member of 1 GiB declared": (huge_member, HashMismatchError),
     "manifest of 1 GiB declared": (huge_manifest, FormatError),
     "member not listed": (unlisted, UnlistedFileError),
+    "content member not named by its hash": (misnamed_content, HashMismatchError),
     "manifest not first": (manifest_last, FormatError),
     "size differs from the manifest": (size_mismatch, HashMismatchError),
     "symlink": (symlink, FormatError),
     "duplicate": (duplicate, FormatError),
     "GNU long name of 1 GiB": (gnu_long_name, FormatError),
 }
+
+
+HASHED_AFTER_WRITING = {"content member not named by its hash": len(b"# planted\n")}
+"""Bytes a case may write beyond the genuine bundle: a content member (not listed, so
+no listed size to hold it to) is hashed as it is written, within MAX_TOTAL_BYTES in all,
+and removed with everything else when its hash is not its name."""
 
 
 def report(what: str, probed: Probed, outcome: str) -> None:
@@ -317,7 +334,7 @@ def test_a_hostile_archive_is_refused_within_budget(
     report(case, probed, "accepted 0")
     assert (probed.error, probed.kind) == (f"{archive}: {message}", error.__name__)
     assert probed.grown <= MEMORY_BUDGET
-    assert probed.written <= genuine.size
+    assert probed.written <= genuine.size + HASHED_AFTER_WRITING.get(case, 0)
     assert list(out.iterdir()) == [], "a refused archive leaves nothing behind"
 
 
@@ -448,6 +465,24 @@ def test_a_listed_file_missing_from_the_archive_is_named(genuine: Genuine, tmp_p
         str(refused.value) == f"{archive}: {name} is listed in the manifest but not in the archive"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unreferenced_content_member_is_refused_by_verify(
+    genuine: Genuine, tmp_path: Path
+) -> None:
+    """A well-named content member no catalog entry refers to: unpacking writes it (its
+    bytes hash to its name, within the caps), and verifying the unpacked bundle, as
+    `handbook verify` of the archive does, refuses it by name."""
+    data = b"# planted, named by its own hash\n"
+    name = f"content/{hashlib.sha256(data).hexdigest()}.md"
+    archive = write(
+        tmp_path / "planted.tar.gz", entries([*genuine.members, entry(name, data)]), END
+    )
+    folder = unpack(archive, tmp_path / "out")
+    with pytest.raises(UnlistedFileError, match=f"{name}: present in the bundle but referred to"):
+        open_bundle(folder, [PUBLIC])
+    run = run_cli("verify", str(archive), "--key", PUBLIC)
+    assert run.exit_code == 1 and name in run.stderr
 
 
 def test_an_untrusted_archive_is_refused_before_anything_is_written(

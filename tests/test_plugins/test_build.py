@@ -174,7 +174,7 @@ def test_refusals_name_their_cause(built: Path, tmp_path: Path) -> None:
     _append(content)
     with pytest.raises(
         HashMismatchError,
-        match=rf"^{content.relative_to(bundle)}: observed .*\+ bytes, the manifest lists",
+        match=rf"^{content.relative_to(bundle)}: observed .*\+ bytes, the catalog lists",
     ):
         open_bundle(bundle, [PUBLIC])
 
@@ -183,7 +183,7 @@ def test_extra_file_and_folder_are_refused(built: Path, tmp_path: Path) -> None:
     bundle = copy_of(built, tmp_path)
     (bundle / "content" / "extra.md").write_text("not listed")
     with pytest.raises(
-        UnlistedFileError, match=r"content/extra\.md: present in the bundle but not listed"
+        UnlistedFileError, match=r"content/extra\.md: present in the bundle but referred to by no"
     ):
         open_bundle(bundle, [PUBLIC])
     (bundle / "content" / "extra.md").unlink()

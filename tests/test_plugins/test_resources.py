@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import KEY, ROOT, MakeLibrary, run_cli
@@ -92,8 +93,9 @@ def test_files_are_hashed_listed_and_read_back(example: Path, tmp_path: Path) ->
     assert picture["media_type"] == "image/png"
     script = lib.resource("skill.modbus-scan", "scripts/scan.py")
     assert "never runs it" in script["content"]  # shipped as text, not run
-    manifest_files = lib.bundle.manifest.signed.files
-    assert f"resources/{answer['sha256']}" in manifest_files
+    name = f"resources/{answer['sha256']}"  # vouched for by the catalog, not the manifest
+    assert name not in lib.bundle.manifest.signed.files
+    assert lib.bundle.entry(name) == (answer["sha256"], answer["bytes"])
 
 
 @pytest.mark.parametrize(
@@ -190,26 +192,35 @@ def test_unportable_resource_names_are_refused(make_library: MakeLibrary) -> Non
 
 
 def test_a_catalog_pointing_outside_its_files_is_refused(example: Path, tmp_path: Path) -> None:
-    """A signed catalog whose resource entry disagrees with the manifest is not served."""
+    """A signed catalog whose resource entry is unsafe or malformed is refused; one that
+    names a file the bundle does not hold vouches for nothing that can be read."""
     import json
 
     from handbook.bundle.catalog import Catalog
-    from handbook.bundle.local import check_agreement
-    from handbook.errors import FormatError
+    from handbook.bundle.entries import check_agreement
+    from handbook.bundle.manifest import FileEntry
+    from handbook.errors import FormatError, MissingFileError
 
     lib = built(example, tmp_path / "bundle")
 
-    def altered(**change: str) -> Catalog:
+    def altered(*changes: dict[str, Any]) -> Catalog:
         data = json.loads(lib.bundle.read("catalog.json"))
-        next(d for d in data["docs"] if d["id"] == "device.acme.ac300")["resources"][0].update(
-            change
-        )
+        doc = next(d for d in data["docs"] if d["id"] == "device.acme.ac300")
+        for resource, change in zip(doc["resources"], changes, strict=False):
+            resource.update(change)
         return Catalog.from_dict(data)
 
     with pytest.raises(FormatError, match="unsafe path"):
-        check_agreement(lib.bundle.manifest, altered(path="../../etc/passwd"))
-    with pytest.raises(FormatError, match="does not match"):
-        check_agreement(lib.bundle.manifest, altered(sha256="0" * 64))
+        check_agreement(lib.bundle.manifest, altered({"path": "../../etc/passwd"}))
+    with pytest.raises(FormatError, match="not 64 lowercase hex"):
+        check_agreement(lib.bundle.manifest, altered({"sha256": "0" * 63 + "G"}))
+    with pytest.raises(FormatError, match="another entry"):  # one file, two sizes
+        same = {"sha256": "0" * 64}
+        check_agreement(lib.bundle.manifest, altered({**same, "bytes": 1}, {**same, "bytes": 2}))
+    known: dict[str, FileEntry] = {}
+    check_agreement(lib.bundle.manifest, altered({"sha256": "0" * 64}), known)
+    with pytest.raises(MissingFileError, match=r"resources/0{64}: referred to by the catalog"):
+        lib.bundle.source.read_verified("resources/" + "0" * 64, known["resources/" + "0" * 64])
 
 
 def test_attached_files_through_cli_http_and_mcp(example: Path, tmp_path: Path) -> None:

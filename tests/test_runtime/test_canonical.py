@@ -405,13 +405,13 @@ SHA = "0123456789abcdef" * 4
 def good_manifest() -> dict[str, Any]:
     return {
         "signed": {
-            "spec": "handbook/v1",
+            "spec": "handbook/v2",
             "library": "lib",
             "version": "1.0.0",
             "built_at": "2026-01-31T12:00:00Z",
             "files": {
                 "catalog.json": {"sha256": SHA, "bytes": 10},
-                "content/x.md": {"sha256": SHA, "bytes": 0},
+                "search.bin": {"sha256": SHA, "bytes": 0},
             },
             "docs": 1,
         },
@@ -426,11 +426,23 @@ def with_file(path: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "path", [f"content/{SHA.upper()}.md", f"content/{'g' * 64}.md", f"content/{SHA}.md"]
+    "path",
+    [
+        f"content/{SHA}.md",
+        f"content/{SHA.upper()}.md",
+        f"content/{'g' * 64}.md",
+        "content/x.md",
+        f"resources/{SHA}",
+        f"Content/{SHA}.md",
+        "RESOURCES/a/b",
+    ],
 )
-def test_content_like_paths_are_ordinary_paths(path: str) -> None:
-    """The bulk check of content paths must not refuse what `check_path` accepts."""
-    assert path in manifest.Manifest.from_bytes(canonical.dumps(with_file(path))).signed.files
+def test_content_folder_paths_are_refused(path: str) -> None:
+    """handbook/v2: the content folders belong to the catalog, so a manifest listing any
+    path in them (case-folded, as a case-insensitive disk would) is not a v2 manifest."""
+    with pytest.raises(FormatError, match="manifests do not list") as caught:
+        manifest.Manifest.from_bytes(canonical.dumps(with_file(path)))
+    assert repr(path) in str(caught.value)
 
 
 def test_good_manifest_is_accepted() -> None:
@@ -457,7 +469,8 @@ def _mutate(change: Any) -> dict[str, Any]:
             "unknown keys ['mode']",
         ),
         (_mutate(lambda m: m["signatures"][0].update(extra="x")), "unknown keys ['extra']"),
-        (_mutate(lambda m: m["signed"].update(spec="handbook/v2")), "spec is 'handbook/v2'"),
+        (_mutate(lambda m: m["signed"].update(spec="handbook/v3")), "spec is 'handbook/v3'"),
+        (_mutate(lambda m: m["signed"].update(spec="handbook/v1")), "rebuild it with this release"),
         (_mutate(lambda m: m["signed"].update(built_at="2026-01-31 12:00:00")), "signed.built_at"),
         (_mutate(lambda m: m["signed"].update(expires="tomorrow")), "signed.expires"),
         (_mutate(lambda m: m["signed"].update(docs="1")), "signed.docs must be int"),
@@ -503,14 +516,14 @@ def _mutate(change: Any) -> dict[str, Any]:
             ),
             "sha256 must be 64 lowercase hex",
         ),
-        # content paths are checked in bulk; each bad one is still named
-        (with_file(f"content/{SHA[:-2]}:.md"), "holds a backslash, colon"),
+        # paths are checked in bulk; each bad one is still named
+        (with_file(f"extra/{SHA[:-2]}:.md"), "holds a backslash, colon"),
         (
             _mutate(
                 lambda m: m["signed"]["files"].update(
                     {
-                        f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
-                        f"content/{SHA.upper()}.md": {"sha256": SHA, "bytes": 1},
+                        f"extra/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                        f"extra/{SHA.upper()}.md": {"sha256": SHA, "bytes": 1},
                     }
                 )
             ),
@@ -520,8 +533,8 @@ def _mutate(change: Any) -> dict[str, Any]:
             _mutate(
                 lambda m: m["signed"]["files"].update(
                     {
-                        f"content/{SHA}.md": {"sha256": SHA, "bytes": 1},
-                        f"CONTENT/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                        f"extra/{SHA}.md": {"sha256": SHA, "bytes": 1},
+                        f"EXTRA/{SHA}.md": {"sha256": SHA, "bytes": 1},
                     }
                 )
             ),
@@ -654,7 +667,7 @@ def test_check_path_accepts(path: str) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["catalog.json", "content/abc.md", "a b/c-d_e.md", ".hidden", "a.b.c", "x/manifest.json"],
+    ["catalog.json", "contents/abc.md", "a b/c-d_e.md", ".hidden", "a.b.c", "x/manifest.json"],
 )
 def test_manifest_accepts_safe_paths(path: str) -> None:
     parsed = manifest.Manifest.from_bytes(canonical.dumps(with_file(path)))

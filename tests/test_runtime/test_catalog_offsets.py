@@ -253,3 +253,30 @@ def test_a_bundle_without_offsets_reads_the_whole_catalog(
     lib = Library.open(rewrite(plant_floor_bundle, tmp_path, drop), [PUBLIC])
     assert lib.get("device.acme.ac200")["found"] is True
     assert lib.bundle._catalog is not None
+
+
+def test_opening_lists_no_content_folder_and_get_parses_one_entry(
+    plant_floor_bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """handbook/v2: opening costs the same at any number of docs. The manifest lists no
+    content file, a lazy open lists the root folder but never content/, and a `get`
+    checks its content file against the one entry it parsed (the whole catalog is never
+    parsed); `handbook verify`'s open lists content/ and parses the catalog whole."""
+    from handbook.bundle import local, tree
+
+    listed: list[str] = []
+    parsed: list[int] = []
+    present, parse = tree._present, local._parse_catalog
+    monkeypatch.setattr(
+        tree, "_present", lambda t, folder: listed.append(folder) or present(t, folder)
+    )
+    monkeypatch.setattr(local, "_parse_catalog", lambda held: parsed.append(1) or parse(held))
+    lib = Library.open(plant_floor_bundle, [PUBLIC])
+    assert not any(
+        name.startswith(("content/", "resources/")) for name in lib.bundle.manifest.signed.files
+    )
+    answer = lib.get("device.acme.ac200")
+    assert answer["found"] is True and answer["content"]
+    assert listed == [""] and parsed == []
+    open_bundle(plant_floor_bundle, [PUBLIC], hash_all=True)
+    assert "content" in listed and parsed == [1]

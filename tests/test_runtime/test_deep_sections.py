@@ -279,23 +279,28 @@ def test_the_fields_an_older_reader_needs_are_unchanged(bundle_path: Path) -> No
 
 
 BEFORE_SUBSECTIONS = "fa8ce23"
-"""The last commit whose runtime knew only `##` sections."""
+"""The last commit whose runtime knew only `##` sections: a handbook/v1 reader."""
 OLD_READER = """
 import json, sys
 from pathlib import Path
-from handbook import Library
-lib = Library.open(Path(sys.argv[1]), [sys.argv[2]])
-hit = lib.search("okapi")["hits"][0]
-got = lib.get(hit["id"], section=hit["anchor"])
-print(json.dumps({"file": __import__("handbook").__file__, "hit": hit, "got": got}))
+import handbook
+from handbook import FormatError, Library
+try:
+    Library.open(Path(sys.argv[1]), [sys.argv[2]])
+    refused = None
+except FormatError as exc:
+    refused = str(exc)
+print(json.dumps({"file": handbook.__file__, "refused": refused}))
 """
 
 
-def test_the_runtime_from_before_subsections_reads_the_new_bundle(
+def test_the_runtime_from_before_subsections_refuses_the_new_major_version(
     bundle_path: Path, tmp_path: Path
 ) -> None:
-    """The real previous reader (from git history), in its own process: it verifies the
-    bundle, its search names the `##` section holding the hit, and its `get` reads it."""
+    """The real previous reader (from git history), in its own process. Subsections were
+    additive in handbook/v1, and that reader read such bundles (this test showed it until
+    handbook/v2); a handbook/v2 bundle (issue 29: content no longer listed in the
+    manifest) it must refuse, naming both versions, rather than misread."""
     known = subprocess.run(
         ["git", "-C", str(ROOT), "cat-file", "-e", f"{BEFORE_SUBSECTIONS}^{{commit}}"],
         capture_output=True,
@@ -325,8 +330,8 @@ def test_the_runtime_from_before_subsections_reads_the_new_bundle(
     assert run.returncode == 0, run.stderr
     out: dict[str, Any] = json.loads(run.stdout)
     assert out["file"].startswith(str(tmp_path))  # the old runtime, not this one
-    assert (out["hit"]["section"], out["hit"]["anchor"]) == ("Configuration", "configuration")
-    assert out["got"]["found"] is True and "(okapi)" in out["got"]["content"]
+    assert out["refused"] is not None
+    assert "'handbook/v2'" in out["refused"] and "'handbook/v1'" in out["refused"]
 
 
 # -- bounds -------------------------------------------------------------------------------------

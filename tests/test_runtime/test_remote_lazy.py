@@ -284,6 +284,6 @@ def test_eager_opens_remain_for_offline_use(
 ) -> None:
     publish("eager", versions["v1"])
     lib = open_url(server, "eager", dirs, lazy=False)
-    listed = set(lib.bundle.manifest.signed.files)
+    listed = set(lib.bundle.listing())  # the manifest's files and the content it vouches for
     assert set(asked("eager")) == {MANIFEST, *listed}
     assert lib.bundle.path.parent.name == "bundles"

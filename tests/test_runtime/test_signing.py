@@ -34,11 +34,11 @@ RAW = bytes.fromhex("7d4d0e7f6153a69b6242b522abbee685fda4420f8834b108c3bdae369ef
 B64 = "fU0Of2FTpptiQrUiq77mhf2kQg+INLEIw72uNp71Sfo="
 
 PAYLOAD: dict[str, Any] = {
-    "spec": "handbook/v1",
+    "spec": "handbook/v2",
     "files": {"a.md": {"sha256": "0" * 64, "bytes": 3}},
     "docs": 1,
 }
-OTHER_TAG = "handbook/v1/other"
+OTHER_TAG = "handbook/v2/other"
 
 
 def load_vectors(name: str) -> Any:
@@ -305,7 +305,7 @@ def test_signing_input_is_exact() -> None:
     expected = len(tag).to_bytes(2, "big") + tag.encode("ascii") + canonical.dumps(PAYLOAD)
     assert signing.signing_input(tag, PAYLOAD) == expected
     assert signing.signing_input("t", {"b": 1, "a": [True]}) == b'\x00\x01t{"a":[true],"b":1}'
-    assert signing.signing_input(tag, None).startswith(b"\x00\x14handbook/v1/manifest")
+    assert signing.signing_input(tag, None).startswith(b"\x00\x14handbook/v2/manifest")
 
 
 def test_sign_entry_shape() -> None:

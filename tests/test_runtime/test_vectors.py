@@ -42,7 +42,7 @@ def test_committed_manifest_verifies_with_the_committed_public_key() -> None:
     assert key.keyid == keyid
     assert verify(manifest.signatures, manifest.signed.to_dict(), [key]) == [keyid]
     assert bytes.fromhex((VECTORS / "signing-input.hex").read_text().strip()).startswith(
-        b"\x00\x14handbook/v1/manifest{"
+        b"\x00\x14handbook/v2/manifest{"
     )
 
 

@@ -44,7 +44,9 @@ def test_key() -> Ed25519PrivateKey:
 
 
 def manifest_payload() -> Signed:
-    content = b"# Example\n\nA doc body.\n"
+    """A handbook/v2 manifest: the catalog is listed, the content file it names is not
+    (the catalog entry gives its sha256, in its name, and its size)."""
+    search = b"HBSEARCH"
     catalog = b'{"docs":[],"library":{}}'
     return Signed(
         library="golden",
@@ -52,9 +54,7 @@ def manifest_payload() -> Signed:
         built_at="2026-01-31T12:00:00Z",
         files={
             "catalog.json": FileEntry(hashlib.sha256(catalog).hexdigest(), len(catalog)),
-            f"content/{hashlib.sha256(content).hexdigest()}.md": FileEntry(
-                hashlib.sha256(content).hexdigest(), len(content)
-            ),
+            "search.bin": FileEntry(hashlib.sha256(search).hexdigest(), len(search)),
         },
         docs=1,
     )

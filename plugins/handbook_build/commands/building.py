@@ -244,10 +244,11 @@ def build(
     _show(built.findings, explain, strict or config.strict_warnings)
     bundle = built.bundle
     signed = bundle.manifest.signed
-    size = sum(f.bytes for f in signed.files.values())
+    files = bundle.listing()
+    size = sum(f.bytes for f in files.values())
     click.echo(
         f"built {signed.library} {signed.version}: {signed.docs} docs, "
-        f"{len(signed.files) + 1} files, "
+        f"{len(files) + 1} files, "
         f"{size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {out}"
     )
     click.echo(

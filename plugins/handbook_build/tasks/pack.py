@@ -36,15 +36,16 @@ def pack(
     written."""
     bundle = open_bundle(bundle_path, keys, allow_unsigned=allow_unsigned, hash_all=True)
     signed = bundle.manifest.signed
+    files = bundle.listing()  # the listed files and the content the catalog refers to
     target = Path(out)
-    check_caps(signed.files, os.fspath(target))
+    check_caps(files, os.fspath(target))
     mtime = utc_seconds(signed.built_at) or 0  # a verified manifest's built_at always exists
     folders = {
         "/".join(name.split("/")[:depth])
-        for name in signed.files
+        for name in files
         for depth in range(1, name.count("/") + 1)
     }
-    rest = sorted([*folders, *signed.files], key=lambda n: (n.split("/"), n not in folders))
+    rest = sorted([*folders, *files], key=lambda n: (n.split("/"), n not in folders))
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         with (

@@ -32,7 +32,7 @@ from typing import BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.bundle.layout import MANIFEST
+from handbook.bundle.layout import MANIFEST, is_content
 from handbook.bundle.local import Bundle, open_bundle
 from handbook.bundle.manifest import FileEntry, Manifest, Signed, check_path
 from handbook.bundle.signing import MANIFEST_TAG, PublicKey, public_key_of, sign
@@ -90,12 +90,14 @@ class BundleWriter:
         expires: str | None = None,
         audience: str | None = None,
     ) -> Manifest:
-        """Sign the list of written files and write the manifest, last."""
+        """Sign the list of written files and write the manifest, last. Content and
+        resource files are left out: the catalog names each by its sha256 and gives its
+        size, so the manifest stays a handful of entries however many docs there are."""
         signed = Signed(
             library=library,
             version=version,
             built_at=built_at,
-            files=dict(sorted(self.files.items())),
+            files={p: e for p, e in sorted(self.files.items()) if not is_content(p)},
             docs=docs,
             expires=expires,
             audience=audience,

@@ -6,23 +6,30 @@ container is read within fixed budgets from its first byte: the stream is decomp
 a chunk at a time and read a header at a time (`handbook.bundle.tarstream`), and the manifest
 comes first, so every later entry is checked against its listing before a byte of it is
 read. A hostile archive costs at most its manifest in memory and, as the signature is
-checked only afterwards, at most what that manifest lists on disk:
+checked only afterwards, at most what that manifest lists on disk plus content-addressed
+members, `MAX_TOTAL_BYTES` in all:
 
 1. entry 1 is ``manifest.json``, at most `MAX_MANIFEST_BYTES`, parsed strictly; its
    listing may name at most `MAX_MEMBERS` files and `MAX_TOTAL_BYTES` bytes;
 2. every later entry is a regular file or a folder with a safe path
-   (`manifest.check_path`), appears once (case-folded), is listed (a folder: holds a
-   listed path), and has exactly its listed size; `MAX_MEMBERS` entries at the most;
+   (`manifest.check_path`), appears once (case-folded), and is listed with exactly its
+   listed size (a folder: holds a listed path), or is a content-addressed file
+   (`content/<sha256>.md`, `resources/<sha256>`, which the manifest does not list),
+   whose bytes must hash to its name as they are written; `MAX_MEMBERS` entries and
+   `MAX_TOTAL_BYTES` bytes at the most;
 3. every listed file is there at the end.
 
-A file is therefore never written beyond its listed size, and a refused archive leaves
-nothing behind.
+A listed file is therefore never written beyond its listed size, nothing beyond the
+caps is written at all, and a refused archive leaves nothing behind. Whether each
+content file is one the catalog refers to, of the size it gives, is then checked when
+the unpacked bundle is verified or read, like any bundle folder.
 """
 
 from __future__ import annotations
 
 import bisect
 import gzip
+import hashlib
 import os
 import shutil
 import tempfile
@@ -32,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
-from .layout import MANIFEST
+from .layout import CONTENT_FOLDERS, MANIFEST, addressed_sha
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path
 from .tarstream import Entry, TarReader
 from .trust import TrustPolicy
@@ -118,9 +125,17 @@ def _extract(reader: TarReader, into: Path, shown: str, trust: TrustPolicy | Non
             target.mkdir(parents=True, exist_ok=True)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
         with open(target, "xb") as out:
             for chunk in reader.data(entry):
+                digest.update(chunk)
                 out.write(chunk)
+        named = addressed_sha(entry.name)
+        if named is not None and digest.hexdigest() != named:
+            raise HashMismatchError(
+                f"{shown}: {entry.name} holds bytes of sha256 {digest.hexdigest()}, "
+                "not the one it is named by"
+            )
     listing.check_complete()
 
 
@@ -135,6 +150,8 @@ class _Listing:
         self._shown = shown
         self._seen_files = {MANIFEST}
         self._seen_folders: set[tuple[int, int]] = set()
+        self._addressed_bytes = sum(entry.bytes for entry in files.values())
+        """Bytes the archive may write so far: the listed files', then each content file's."""
 
     def check(self, entry: Entry) -> None:
         shown, name = self._shown, entry.name
@@ -149,6 +166,14 @@ class _Listing:
             raise FormatError(f"{shown}: {name} appears twice in the archive")
         self._seen_files.add(folded)
         listed = self._files.get(name)
+        if listed is None and addressed_sha(name) is not None:
+            self._addressed_bytes += entry.size
+            if self._addressed_bytes > MAX_TOTAL_BYTES:
+                raise FormatError(
+                    f"{shown}: {name} takes the archive over "
+                    f"the {MAX_TOTAL_BYTES:,} bytes a bundle archive may hold"
+                )
+            return
         if listed is None:
             raise UnlistedFileError(f"{shown}: {name} is not listed in the manifest")
         if entry.size != listed.bytes:
@@ -158,6 +183,11 @@ class _Listing:
             )
 
     def _check_folder(self, name: str) -> None:
+        if name in CONTENT_FOLDERS:  # folders of content-addressed files, never listed
+            if name in self._seen_files:
+                raise FormatError(f"{self._shown}: {name} appears twice in the archive")
+            self._seen_files.add(name)
+            return
         prefix = name + "/"
         at = bisect.bisect_left(self._sorted, prefix)
         if at == len(self._sorted) or not self._sorted[at].startswith(prefix):

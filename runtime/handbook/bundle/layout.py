@@ -8,8 +8,11 @@ readers of the same major version accept.
 
 from __future__ import annotations
 
+import re
+
 MANIFEST = "manifest.json"
-"""The signed list of every other file with its sha256 and size."""
+"""The signed list of every other file with its sha256 and size, except the
+content-addressed ones (`content/`, `resources/`), which the catalog names and sizes."""
 CATALOG = "catalog.json"
 """Library metadata and one entry per doc."""
 CATALOG_OFFSETS = "catalog-offsets.bin"
@@ -58,3 +61,16 @@ def resource_path(sha256: str) -> str:
 def is_content(path: str) -> bool:
     """Content and resource files: named by their hash, so immutable."""
     return path.startswith((CONTENT_DIR + "/", RESOURCES_DIR + "/"))
+
+
+CONTENT_FOLDERS = (CONTENT_DIR, RESOURCES_DIR)
+"""The folders of content-addressed files: the manifest does not list them (handbook/v2);
+each file is vouched for by the catalog entry that names it, and checked when read."""
+_ADDRESSED = re.compile(r"(?:content/([0-9a-f]{64})\.md|resources/([0-9a-f]{64}))")
+
+
+def addressed_sha(path: str) -> str | None:
+    """The sha256 a well-formed content or resource path is named by, or None for any
+    other path (a misnamed file in those folders is nothing a reader may open)."""
+    match = _ADDRESSED.fullmatch(path)
+    return None if match is None else match.group(1) or match.group(2)

@@ -1,13 +1,17 @@
 """Opening a bundle: every byte is checked before anything is parsed or served.
 
 The order is fixed, as in TUF clients: read the manifest's bytes (size cap first) →
-parse them strictly → verify the signature over the signed payload → read every listed
-file (never more than its listed size + 1 bytes) and compare size and sha256 → refuse
-any file the manifest does not list → only then parse the catalog and check that it
-agrees with the manifest and the content files. When the bundle has
-`catalog-offsets.bin`, one doc's entry can be parsed alone (`Bundle.docs_with_id`),
-after both files were verified against the manifest, and is checked against the
-manifest and its content file the same way. Unverified data never leaves this
+parse them strictly → verify the signature over the signed payload → check that the
+listed files are there and nothing unlisted is (the content-addressed folders aside) →
+read each listed file (never more than its listed size + 1 bytes) and compare size and
+sha256 before parsing it. The manifest lists a handful of files, so opening costs the
+same at any number of docs (handbook/v2). Content and resource files sit one level
+down the chain: a verified catalog entry names each by its sha256 and gives its size,
+and the file is read against those when first asked for (`Bundle.read`); no other file
+of those folders is ever opened. When the bundle has `catalog-offsets.bin`, one doc's
+entry can be parsed alone (`Bundle.docs_with_id`), after both files were verified
+against the manifest. `handbook verify` (`hash_all`) also lists the content folders and
+refuses any file there no catalog entry refers to. Unverified data never leaves this
 module: files are handed out only through `Bundle.read`, which checks them first and
 keeps the verified bytes in memory, so nothing is re-read from disk unverified. Where
 the bytes come from is a `handbook.bundle.sources.FileSource`: a local folder read without
@@ -22,19 +26,19 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..errors import DownloadError, ExpiredError, FormatError, HashMismatchError, MissingFileError
 from . import review_offsets
-from .catalog import Catalog, DocEntry, LibraryInfo, doc_from_dict, library_from_dict
+from .catalog import Catalog, DocEntry, LibraryInfo
 from .catalog_offsets import CatalogOffsets
-from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, REVIEW_OFFSETS, is_content
-from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, check_path, utc_seconds
+from .entries import Entries, check_agreement
+from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, REVIEW_OFFSETS, addressed_sha
+from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_seconds
 from .signing import PublicKey
 from .sources import FileSource
-from .tree import Tree, check_tree, hash_file, read
+from .tree import Tree, check_content, check_tree, hash_file, read
 from .trust import TrustPolicy
 
 CONTENT_CACHE_BYTES = 16 * 1024 * 1024
@@ -64,13 +68,16 @@ class Bundle:
         """Verified files kept for good; the manifest is its bytes as verified at open."""
         self._content: OrderedDict[str, bytes] = OrderedDict()
         self._content_bytes = 0
+        self._known: dict[str, FileEntry] = {}
+        """Content and resource files, vouched for by the verified catalog entries read
+        so far: what each must hold (its sha256 is its name, its size the entry's)."""
         self._catalog: Catalog | None = None
-        self._entries: _Entries | None = None
+        self._entries: Entries | None = None
+        self._offsets_read: CatalogOffsets | None = None
         """Doc entries read one at a time through catalog-offsets.bin, until the whole
         catalog is parsed."""
         self._whole = False
         """Set when catalog-offsets.bin describes another catalog.json: parse it whole."""
-        self._offsets_read: CatalogOffsets | None = None
         self._lock = threading.Lock()
         self.integrity_error: str | None = None
         """The last file refused when read (hashed lazily), for `status` to report."""
@@ -89,7 +96,7 @@ class Bundle:
                 raise FormatError(f"{CATALOG}: not listed in the manifest")
             catalog = _parse_catalog([self.read(CATALOG, keep=False)])
             try:
-                check_agreement(self.manifest, catalog)
+                check_agreement(self.manifest, catalog, self._known)
             except (
                 TypeError,
                 AttributeError,
@@ -152,16 +159,38 @@ class Bundle:
             self._offsets_read = offsets
         return self._offsets_read
 
-    def _lazy_entries(self) -> _Entries | None:
+    def _lazy_entries(self) -> Entries | None:
         offsets = None if self._catalog is not None else self._offsets()
         if offsets is not None and self._entries is None:  # catalog.json verified whole
-            self._entries = _Entries(offsets, self.read(CATALOG), self.manifest)
+            self._entries = Entries(offsets, self.read(CATALOG), self.manifest, self._known)
         return None if offsets is None else self._entries
 
+    def entry(self, name: str) -> FileEntry | None:
+        """What file `name` must hold: the manifest's entry, or for a content-addressed
+        file the size and sha256 that a verified catalog entry gives (the whole catalog is
+        parsed when no entry read so far names it); None when the bundle has no such
+        file."""
+        listed = self.manifest.signed.files.get(name)
+        if listed is not None or addressed_sha(name) is None:
+            return listed
+        known = self._known.get(name)
+        if known is None and self._catalog is None:
+            self.catalog  # noqa: B018 - every entry vouches for its files
+            known = self._known.get(name)
+        return known
+
+    def listing(self) -> dict[str, FileEntry]:
+        """Every file of the bundle but the manifest, with its size and sha256: the listed
+        ones and every content and resource file the catalog refers to (the whole catalog
+        is parsed): what `handbook verify`, packing and fetching go through."""
+        self.catalog  # noqa: B018 - every entry vouches for its files
+        return {**self.manifest.signed.files, **dict(sorted(self._known.items()))}
+
     def read(self, name: str, keep: bool = True) -> bytes:
-        """The verified bytes of a listed file. Content files are kept in a bounded cache,
-        other files for good unless `keep` is false (the catalog's 13 MB of JSON is not
-        needed once parsed)."""
+        """The verified bytes of a listed file, or of a content file a verified catalog
+        entry names (`entry`). Content files are kept in a bounded cache, other files
+        for good unless `keep` is false (the catalog's 13 MB of JSON is not needed once
+        parsed)."""
         with self._lock:
             data = self._core.get(name) or self._content.get(name)
             if data is not None:
@@ -169,7 +198,12 @@ class Bundle:
                     self._content.move_to_end(name)
                 return data
         try:
-            data = self.source.read_verified(self.manifest, name)
+            entry = self.entry(name)
+            if entry is None:
+                raise MissingFileError(
+                    f"{name}: neither listed in the manifest nor referred to by the catalog"
+                )
+            data = self.source.read_verified(name, entry)
         except (HashMismatchError, MissingFileError, FormatError, DownloadError) as exc:
             self.integrity_error = str(exc)
             raise
@@ -200,11 +234,13 @@ def open_bundle(
     the cause otherwise. Whom to trust is `trust`, or else a policy made from `keys`
     (plus $HANDBOOK_TRUSTED_KEYS), `allow_unsigned` and `threshold`.
 
-    Every file's presence, type and size are always checked, and no unlisted file may
-    exist. With `hash_all` (the default, as for `handbook verify`) every file is hashed
-    now and the catalog checked against the content; otherwise each file is hashed when
-    it is first read (the runtime's fast open: an agent's process should not hash 300 MB
-    to answer one question)."""
+    Every listed file's presence and type are always checked, and no unlisted file may
+    exist outside the content folders. With `hash_all` (the default, as for `handbook
+    verify`) every listed file is hashed now, the catalog parsed and checked, the content
+    folders listed (exactly the files the catalog refers to) and every content file
+    hashed; otherwise each file is checked when it is first read, a content file against
+    the catalog entry that names it (the runtime's fast open: an agent's process should
+    not hash 300 MB, or list 10,000 names, to answer one question)."""
     if trust is None:
         trust = TrustPolicy.of(keys, threshold=threshold, allow_unsigned=allow_unsigned)
     root = Path(os.path.realpath(path))
@@ -216,7 +252,7 @@ def open_bundle(
     signed_by = trust.check(manifest, path)
     if check_expires:
         check_expiry(manifest)
-    check_tree(tree, manifest, sizes=hash_all)
+    check_tree(tree, manifest.signed.files, sizes=hash_all)
     bundle = Bundle(tree, manifest, signed_by, manifest_bytes)
     if hash_all:
         for name, entry in sorted(manifest.signed.files.items()):
@@ -225,6 +261,10 @@ def open_bundle(
         check_offsets(bundle)
         if REVIEW_OFFSETS in manifest.signed.files:
             review_offsets.check(manifest, bundle.read(REVIEW_OFFSETS), bundle.read)
+        content = {n: e for n, e in bundle.listing().items() if n not in manifest.signed.files}
+        check_content(tree, content)  # exactly the files the catalog refers to
+        for name, entry in content.items():
+            hash_file(tree, name, entry)
     return bundle
 
 
@@ -240,7 +280,7 @@ def check_offsets(bundle: Bundle) -> None:
     offsets = CatalogOffsets(bundle.read(CATALOG_OFFSETS), listed.bytes)
     if offsets.catalog_sha256 != listed.sha256:
         return
-    entries = _Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest)
+    entries = Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest, {})
     for position, doc in enumerate(bundle.catalog.docs):
         if entries.doc(position) != doc:
             raise FormatError(
@@ -274,126 +314,14 @@ def _parse_catalog(holder: list[bytes]) -> Catalog:
         raise FormatError(f"{CATALOG}: not valid JSON ({exc})") from None
 
 
-class _Entries:
-    """Single doc entries of a verified catalog.json, found with its verified offsets."""
-
-    def __init__(self, offsets: CatalogOffsets, catalog: bytes, manifest: Manifest) -> None:
-        self.offsets, self.catalog, self.files = offsets, catalog, manifest.signed.files
-        start, end = offsets.library
-        library = _entry(catalog, start, end, "the library", library_from_dict)
-        signed = manifest.signed
-        if (library.name, library.version) != (signed.library, signed.version):
-            raise FormatError(
-                f"{CATALOG}: describes {library.name} {library.version}, "
-                f"the manifest {signed.library} {signed.version}"
-            )
-        if len(offsets) != signed.docs:
-            raise FormatError(
-                f"{CATALOG_OFFSETS}: lists {len(offsets)} docs, the manifest {signed.docs}"
-            )
-        self.library = library
-        self._docs: dict[int, DocEntry] = {}
-
-    def with_id(self, doc_id: str) -> list[DocEntry]:
-        return [self.doc(n) for n in self.offsets.positions(doc_id)]
-
-    def doc(self, position: int) -> DocEntry:
-        if not 0 <= position < len(self.offsets):
-            raise IndexError(f"no doc at catalog position {position}")
-        doc = self._docs.get(position)
-        if doc is None:
-            expected = self.offsets.ids[position]
-            doc = _entry(self.catalog, *self.offsets.span(position), repr(expected), doc_from_dict)
-            if doc.id != expected:
-                raise FormatError(
-                    f"{CATALOG_OFFSETS}: entry {position} of {CATALOG} is doc {doc.id!r}, "
-                    f"the offsets name {expected!r}"
-                )
-            check_doc(self.files, doc)
-            self._docs[position] = doc
-        return doc
-
-
-def _entry(catalog: bytes, start: int, end: int, what: str, parse: Any) -> Any:
-    """One object of catalog.json, parsed and typed (a FormatError naming both files
-    when the offsets do not frame an entry of the right shape)."""
-    try:
-        return parse(json.loads(catalog[start:end].decode("utf-8")))
-    except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
-        raise FormatError(
-            f"{CATALOG_OFFSETS}: the range it gives for {what} in {CATALOG} is not "
-            f"an entry ({type(exc).__name__}: {str(exc)[:120]})"
-        ) from None
-
-
-def check_agreement(manifest: Manifest, catalog: Catalog) -> None:
-    """The catalog must describe exactly the listed content files, and name the same
-    library and version as the signed manifest."""
-    signed = manifest.signed
-    lib = catalog.library
-    if (lib.name, lib.version) != (signed.library, signed.version):
-        raise FormatError(
-            f"{CATALOG}: describes {lib.name} {lib.version}, the manifest {signed.library} {signed.version}"
-        )
-    if len(catalog.docs) != signed.docs:
-        raise FormatError(f"{CATALOG}: lists {len(catalog.docs)} docs, the manifest {signed.docs}")
-    seen: set[tuple[str, str]] = set()
-    referenced: set[str] = set()
-    for doc in catalog.docs:
-        key = (doc.id, str(doc.meta.get("lang") or ""))  # an id may exist once per language
-        if key in seen:
-            raise FormatError(
-                f"{CATALOG}: doc id {doc.id!r} appears twice"
-                + (f" in language {key[1]}" if key[1] else "")
-            )
-        seen.add(key)
-        check_doc(signed.files, doc)
-        referenced.add(doc.content)
-        referenced.update(r.file for r in doc.resources)
-    orphans = sorted(p for p in signed.files if is_content(p) and p not in referenced)
-    if orphans:
-        raise FormatError(f"{orphans[0]}: a content file no doc refers to")
-
-
-def check_doc(files: Mapping[str, FileEntry], doc: DocEntry) -> None:
-    """A doc entry must point at its listed content file (named by its sha256, with its
-    size), keep its sections inside it, and attach only listed files at safe paths."""
-    entry = files.get(doc.content)
-    if entry is None:
-        raise FormatError(
-            f"{CATALOG}: doc {doc.id!r} points at {doc.content}, which the manifest does not list"
-        )
-    if entry.sha256 != doc.sha256 or entry.bytes != doc.bytes:
-        raise FormatError(
-            f"{CATALOG}: doc {doc.id!r} does not match its content file {doc.content}"
-        )
-    if any(not 0 <= s.start <= s.end <= doc.bytes for s in doc.headed):
-        raise FormatError(f"{CATALOG}: doc {doc.id!r} has a section outside its content")
-    for resource in doc.resources:
-        listed = files.get(resource.file)
-        if listed is None or (listed.sha256, listed.bytes) != (resource.sha256, resource.bytes):
-            raise FormatError(
-                f"{CATALOG}: doc {doc.id!r} attaches {resource.path}, "
-                f"which does not match {resource.file} in the manifest"
-            )
-        if check_path(resource.path) or resource.path.startswith(".."):
-            raise FormatError(
-                f"{CATALOG}: doc {doc.id!r} attaches an unsafe path {resource.path!r}"
-            )
-        if any(not 0 <= s.start <= s.end <= resource.bytes for s in resource.headed):
-            raise FormatError(
-                f"{CATALOG}: doc {doc.id!r} attaches {resource.path} "
-                "with a section outside the file"
-            )
-
-
 def describe(bundle: Bundle) -> Sequence[str]:
     """Lines for people: what was verified."""
     signed = bundle.manifest.signed
+    files = bundle.listing()
     return [
         f"library   {signed.library} {signed.version} (built {signed.built_at})",
         f"docs      {signed.docs}",
-        f"files     {len(signed.files) + 1} ({sum(f.bytes for f in signed.files.values()):,} bytes), "
+        f"files     {len(files) + 1} ({sum(f.bytes for f in files.values()):,} bytes), "
         "every hash verified",
         f"signature {bundle.signature_state}"
         + (f" by {', '.join(k[:16] for k in bundle.signed_by)}" if bundle.signed_by else ""),

@@ -2,10 +2,13 @@
 
 ``{"signed": {spec, library, version, built_at, files, docs[, expires]}, "signatures": [...]}``
 
-Every file of the bundle except the manifest is listed under ``files`` with its sha256
-and size. The whole manifest is written as canonical JSON and read strictly: size cap,
-then canonical parse, then the signed-payload profile, then the shape below. Only after
-that is the signature checked, and only after the signature are the files trusted.
+Every file of the bundle except the manifest and the content-addressed files is listed
+under ``files`` with its sha256 and size: a handful of files, whatever the number of docs
+(handbook/v2). Content and resource files are vouched for one level down, by the catalog
+entry that names them (`handbook.bundle.local`). The whole manifest is written as
+canonical JSON and read strictly: size cap, then canonical parse, then the
+signed-payload profile, then the shape below. Only after that is the signature checked,
+and only after the signature are the files trusted.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from typing import Any, NamedTuple
 
 from ..errors import FormatError
 from . import canonical
-from .layout import MANIFEST
+from .layout import CONTENT_FOLDERS, MANIFEST
 
-SPEC = "handbook/v1"
+SPEC = "handbook/v2"
+EARLIER_SPECS = frozenset({"handbook/v1"})
+"""Major versions this release once wrote and now refuses: rebuilding is the remedy."""
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 MAX_PATH_CHARS = 512
 MAX_PATH_DEPTH = 16
@@ -117,10 +122,7 @@ class Signed(NamedTuple):
     @classmethod
     def from_dict(cls, data: Any) -> Signed:
         if isinstance(data, dict) and isinstance(data.get("spec"), str) and data["spec"] != SPEC:
-            raise FormatError(
-                f"manifest.json: spec is {data['spec']!r}; this reader understands {SPEC!r} "
-                "(a bundle of another major version: use a Handbook release that reads it)"
-            )
+            raise FormatError(_other_major(data["spec"]))
         known = {"spec", "library", "version", "built_at", "files", "docs"}
         _require_keys(data, "signed", known, {"expires", "audience"}, open_ended=True)
         for key in ("library", "version"):
@@ -154,33 +156,50 @@ class Signed(NamedTuple):
         )
 
 
+def _other_major(spec: str) -> str:
+    """Why a bundle of another major version is refused, and what to do about it."""
+    if spec in EARLIER_SPECS:
+        remedy = (
+            "a bundle of another major version, built by an earlier Handbook release: "
+            "rebuild it with this release (handbook build), or read it with a release of that version"
+        )
+    else:
+        remedy = "a bundle of another major version: use a Handbook release that reads it"
+    return f"manifest.json: spec is {spec!r}; this reader understands {SPEC!r} ({remedy})"
+
+
 def _files(listed: dict[str, Any]) -> dict[str, FileEntry]:
-    """The file list, checked. Ten thousand entries are checked in bulk, at C speed where
-    possible (content paths and digests as one hex string each); when anything is off,
-    `_diagnose` finds the first bad entry and says what is wrong with it."""
+    """The file list, checked; when anything is off, `_diagnose` finds the first bad
+    entry and says what is wrong with it. The list holds a handful of files (content is
+    not listed), so this costs the same at ten docs and at a hundred thousand."""
     paths, entries = list(listed), list(listed.values())
     if not all(type(e) is dict and e.keys() == _ENTRY_KEYS for e in entries):
         _diagnose(listed)
     digests, sizes = [e["sha256"] for e in entries], [e["bytes"] for e in entries]
-    # content/<lowercase sha256>.md: safe, and case-folds to itself
-    content = [p for p in paths if len(p) == 75 and p.startswith("content/") and p.endswith(".md")]
-    if not _lower_hex("".join(p[8:72] for p in content)):
-        content = [p for p in content if _CONTENT_PATH.fullmatch(p)]
-    named = set(content)
-    others = [p for p in paths if p not in named]
-    others_folded = {p.casefold() for p in others}
+    folded = {p.casefold() for p in paths}
     if not (
         all(type(d) is str and len(d) == 64 for d in digests)
         and _lower_hex("".join(digests))
-        and all(type(n) is int for n in sizes)
-        and len(others_folded) == len(others)
-        and others_folded.isdisjoint(content)
+        and all(type(n) is int and not isinstance(n, bool) for n in sizes)
+        and len(folded) == len(paths)
         and MANIFEST not in listed
-        and all(check_path(p) is None for p in others)
-        and not _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & (named | others_folded)
+        and all(check_path(p) is None and _in_content_folder(p) is None for p in paths)
+        and not _folders({p[: p.rfind("/")] for p in paths if "/" in p}) & folded
     ):
         _diagnose(listed)
     return dict(zip(paths, map(FileEntry, digests, sizes), strict=True))
+
+
+def _in_content_folder(path: str) -> str | None:
+    """Why `path` may not be listed: the content-addressed folders (case-folded, so no
+    listed file can stand in for them on a case-insensitive disk) are the catalog's."""
+    top = path.split("/", 1)[0].casefold()
+    if top in CONTENT_FOLDERS:
+        return (
+            f"lies in {top}/, whose files {SPEC} manifests do not list "
+            "(the catalog entry that names each one gives its sha256 and size)"
+        )
+    return None
 
 
 def _folders(parents: set[str]) -> set[str]:
@@ -219,7 +238,11 @@ def _diagnose(listed: dict[str, Any]) -> None:
                 f"manifest.json: file paths {folded[key]!r} and {path!r} differ only by case"
             )
         folded[key] = path
-        problem = check_path(path) if path != MANIFEST else "is the manifest itself"
+        problem = (
+            check_path(path) or _in_content_folder(path)
+            if path != MANIFEST
+            else "is the manifest itself"
+        )
         if problem:
             raise FormatError(f"manifest.json: file path {path!r} {problem}")
         _require_keys(entry, f"files[{path!r}]", _ENTRY_KEYS)

@@ -75,17 +75,17 @@ def fetch(
     folder to open. Raises a `BundleError` subclass naming the cause. `fetcher` gets
     the bytes (over the network, as `trust` allows, when None)."""
     remote = _Opened(url, trust, cache_dir, timeout, fetcher)
-    signed = remote.manifest.signed
     files = remote.files(Deadline.after(timeout))
-    for name in sorted(signed.files):
-        files.read_verified(remote.manifest, name)
+    listing = Bundle(files, remote.manifest, remote.signed_by, remote.raw).listing()
+    for name, entry in sorted(listing.items()):  # the catalog, verified, names the content
+        files.read_verified(name, entry)
     folder = files.cache.folder(remote.digest)
     try:  # a folder already assembled for this manifest is reused when it verifies
         if not (folder / MANIFEST).is_file() or (folder / MANIFEST).read_bytes() != remote.raw:
             raise MissingFileError(f"{folder}: not assembled for this manifest")
         open_bundle(folder, trust=trust, hash_all=True)
     except (BundleError, OSError):
-        files.cache.assemble(remote.digest, remote.raw, signed.files)
+        files.cache.assemble(remote.digest, remote.raw, listing)
         open_bundle(folder, trust=trust, hash_all=True)  # as any local bundle
     remote.accept()
     return folder
@@ -170,10 +170,7 @@ class RemoteFiles:
     def root(self) -> Path:
         return self.cache.objects
 
-    def read_verified(self, manifest: Manifest, name: str) -> bytes:
-        entry = manifest.signed.files.get(name)
-        if entry is None:
-            raise MissingFileError(f"{name}: not listed in the manifest")
+    def read_verified(self, name: str, entry: FileEntry) -> bytes:
         with self._guard:
             lock = self._locks.setdefault(entry.sha256, threading.Lock())
         with lock:

@@ -27,7 +27,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ..errors import KeyFormatError, SignatureError
 from . import canonical
 
-MANIFEST_TAG = "handbook/v1/manifest"
+MANIFEST_TAG = "handbook/v2/manifest"
+"""The manifest's signing tag names the format's major version: a signature made for one
+major version's manifest is never valid for another's, whatever a reader checks first."""
 KEY_PREFIX = "ed25519:"
 TRUSTED_KEYS_ENV = "HANDBOOK_TRUSTED_KEYS"
 SIGNING_KEY_ENV = "HANDBOOK_SIGNING_KEY"

@@ -5,6 +5,12 @@ following links: a symlink anywhere inside the bundle is refused, not followed, 
 folder renamed or replaced after the bundle was opened cannot redirect a read. Reads
 never take more than a file's listed size + 1 bytes, so a lying size is caught without
 a huge allocation; one walk checks that exactly the listed files are there.
+
+The content-addressed folders (`content/`, `resources/`) hold one file per doc: opening
+does not list them (that would grow with the library), and no reader ever opens a file
+there except by a name a verified catalog entry gives, checked against that entry's
+sha256 and size. `check_content` lists them whole for `handbook verify`: exactly the
+files the catalog refers to, each of its size.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
-from .layout import MANIFEST
-from .manifest import FileEntry, Manifest
+from .layout import CONTENT_FOLDERS, MANIFEST
+from .manifest import FileEntry
 
 _CHUNK = 1 << 20
 
@@ -62,7 +68,7 @@ class Tree:
                 leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.folder(folder)
             )
         except FileNotFoundError:
-            raise MissingFileError(f"{name}: listed in the manifest but missing") from None
+            raise MissingFileError(f"{name}: {_SAYS[_by_catalog(name)][2]} but missing") from None
         except OSError as exc:
             raise FormatError(
                 f"{name}: cannot be opened safely ({exc.strerror}); symlinks are refused"
@@ -72,9 +78,9 @@ class Tree:
             raise FormatError(f"{name}: not a regular file")
         return fd
 
-    def read_verified(self, manifest: Manifest, name: str) -> bytes:
-        """The listed file `name`, checked against the manifest (`handbook.bundle.sources`)."""
-        return read_verified(self, manifest, name)
+    def read_verified(self, name: str, entry: FileEntry) -> bytes:
+        """The file `name`, checked against `entry` (`handbook.bundle.sources`)."""
+        return read_verified(self, name, entry)
 
 
 def _close_all(fds: dict[str, int]) -> None:
@@ -94,23 +100,32 @@ def read(tree: Tree, name: str, limit: int) -> bytes:
 def mismatch_size(name: str, observed: int, expected: int) -> HashMismatchError:
     more = "+" if observed > expected else ""
     return HashMismatchError(
-        f"{name}: observed {observed:,}{more} bytes, the manifest lists {expected:,}"
+        f"{name}: observed {observed:,}{more} bytes, {_lister(name)} lists {expected:,}"
     )
 
 
-def read_verified(tree: Tree, manifest: Manifest, name: str) -> bytes:
-    entry = manifest.signed.files.get(name)
-    if entry is None:
-        raise MissingFileError(f"{name}: not listed in the manifest")
+def read_verified(tree: Tree, name: str, entry: FileEntry) -> bytes:
+    """The file `name`, of `entry`'s size and sha256 (the manifest's entry, or for a
+    content file its catalog entry's); a `BundleError` naming the file otherwise."""
     data = read(tree, name, entry.bytes)
     if len(data) != entry.bytes:
         raise mismatch_size(name, len(data), entry.bytes)
     digest = hashlib.sha256(data).hexdigest()
     if digest != entry.sha256:
         raise HashMismatchError(
-            f"{name}: observed sha256 {digest}, the manifest lists {entry.sha256}"
+            f"{name}: observed sha256 {digest}, {_lister(name)} lists {entry.sha256}"
         )
     return data
+
+
+def _by_catalog(name: str) -> bool:
+    """Whether the catalog vouches for `name`'s size and hash (a content-addressed file),
+    rather than the manifest."""
+    return name.split("/", 1)[0] in CONTENT_FOLDERS
+
+
+def _lister(name: str) -> str:
+    return "the catalog" if _by_catalog(name) else "the manifest"
 
 
 def hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
@@ -128,28 +143,55 @@ def hash_file(tree: Tree, name: str, entry: FileEntry) -> None:
         raise mismatch_size(name, size, entry.bytes)
     if digest.hexdigest() != entry.sha256:
         raise HashMismatchError(
-            f"{name}: observed sha256 {digest.hexdigest()}, the manifest lists {entry.sha256}"
+            f"{name}: observed sha256 {digest.hexdigest()}, {_lister(name)} lists {entry.sha256}"
         )
 
 
-def check_tree(tree: Tree, manifest: Manifest, sizes: bool) -> None:
-    """One walk of the bundle folder: every listed file present and a regular file (not
-    a link), of its listed size when `sizes`; nothing else there. Without `sizes` no file
-    is stat'ed (sizes are then checked as each file is read). Folders are compared as
-    sets of names, since a bundle holds ten thousand files in one of them."""
-    for folder, names in _expected(manifest).items():
+def check_tree(tree: Tree, files: Mapping[str, FileEntry], sizes: bool) -> None:
+    """One walk of the bundle folder, less the content-addressed folders: every listed
+    file present and a regular file (not a link), of its listed size when `sizes`;
+    nothing else there but `content/` and `resources/`, which must be folders, are
+    opened (not listed) here and listed by `check_content`. Without `sizes` no file is
+    stat'ed (sizes are then checked as each file is read)."""
+    for folder, names in _expected(files).items():
         prefix = folder + "/" if folder else ""
         present = _present(tree, folder)
+        if not folder:  # the content folders, when there, are checked by check_content
+            addressed = {f"{name}/" for name in CONTENT_FOLDERS} & present.keys()
+            names = names | addressed
         _check_names(prefix, names, present)
+        if not folder:  # held open now: a folder swapped later cannot redirect a read
+            for name in addressed:
+                tree.folder(name.rstrip("/"))
         if sizes:
-            _check_sizes(prefix, present, manifest.signed.files)
+            _check_sizes(prefix, present, files)
 
 
-def _expected(manifest: Manifest) -> dict[str, set[str]]:
-    """Folder ("" for the root) -> the names the manifest puts in it, a folder's with a
+def check_content(tree: Tree, files: Mapping[str, FileEntry]) -> None:
+    """The content-addressed folders hold exactly `files` (every content and resource
+    file the catalog refers to), each a regular file of its size: an unreferenced or
+    misnamed file, a subfolder or a link there is refused. Folders are compared as sets
+    of names, since `content/` holds one file per doc."""
+    expected = _expected(files)
+    root = _present(tree, "")
+    for folder in CONTENT_FOLDERS:
+        names = expected.get(folder, set())
+        if f"{folder}/" not in root:
+            if names:
+                raise MissingFileError(f"{folder}/: a folder of referenced files, missing")
+            continue
+        present = _present(tree, folder)
+        if not present:
+            raise UnlistedFileError(f"{folder}/: an empty folder no doc refers to")
+        _check_names(f"{folder}/", names, present, by_catalog=True)
+        _check_sizes(f"{folder}/", present, files)
+
+
+def _expected(files: Mapping[str, FileEntry]) -> dict[str, set[str]]:
+    """Folder ("" for the root) -> the names `files` put in it, a folder's with a
     trailing `/`."""
     expected: dict[str, set[str]] = {"": {MANIFEST}}
-    for path in manifest.signed.files:
+    for path in files:
         folder, _, name = path.rpartition("/")
         expected.setdefault(folder, set()).add(name)
         while folder:  # every enclosing folder is expected in its parent
@@ -179,22 +221,38 @@ def _present(tree: Tree, folder: str) -> dict[str, os.DirEntry[str]]:
         ) from None
 
 
-def _check_names(prefix: str, names: set[str], present: dict[str, os.DirEntry[str]]) -> None:
+_SAYS = {
+    False: (
+        "a folder the manifest does not list",
+        "not listed in the manifest",
+        "listed in the manifest",
+    ),
+    True: (
+        "a folder, where only files named by their sha256 belong",
+        "referred to by no catalog entry (a content file no doc refers to, or misnamed)",
+        "referred to by the catalog",
+    ),
+}
+"""How a name out of place is reported: against the manifest, or (`by_catalog`) against
+the catalog's references in a content-addressed folder."""
+
+
+def _check_names(
+    prefix: str,
+    names: set[str],
+    present: dict[str, os.DirEntry[str]],
+    by_catalog: bool = False,
+) -> None:
     """Exactly the listed `names` are `present`, each file a regular file."""
+    folder, unlisted_file, listed = _SAYS[by_catalog]
     unlisted = present.keys() - names
     if unlisted:
         name = min(unlisted)
-        what = (
-            "a folder the manifest does not list"
-            if name.endswith("/")
-            else "present in the bundle but not listed in the manifest"
-        )
+        what = folder if name.endswith("/") else f"present in the bundle but {unlisted_file}"
         raise UnlistedFileError(f"{prefix}{name}: {what}")
     missing = names - present.keys()
     if missing:
-        raise MissingFileError(
-            f"{prefix}{min(missing).rstrip('/')}: listed in the manifest but missing"
-        )
+        raise MissingFileError(f"{prefix}{min(missing).rstrip('/')}: {listed} but missing")
     special = [
         n
         for n, entry in present.items()

@@ -116,9 +116,9 @@ def evidence(
 ) -> Evidence:
     """One passage's quote and evidence (the hit comes back with the quote as excerpt)."""
     passage = snap.retriever.passage(entry)
+    doc = snap.doc_at(passage.doc)  # its verified entry vouches for the content file read next
     text = snap.bundle.read(passage.content)[passage.start : passage.end].decode("utf-8", "replace")
     quoted, covered = quote(text, weights, matched)
-    doc = snap.doc_at(passage.doc)
     names = [passage.title, doc.title, passage.resource]
     if not passage.anchor and not passage.resource:  # a doc's opening passage
         names += [*doc.keywords, *doc.aliases, doc.summary]

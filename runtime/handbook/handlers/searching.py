@@ -111,6 +111,7 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
 def excerpt(snap: Snapshot, hit: Hit) -> str:
     """About EXCERPT_CHARS of the passage, from just before the first word that matched."""
     passage = snap.retriever.passage(hit.entry)
+    snap.doc_at(passage.doc)  # its verified entry vouches for the content file read next
     content = snap.bundle.read(passage.content)
     text = content[passage.start : passage.end].decode("utf-8", "replace")
     text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text

@@ -278,11 +278,8 @@ def _bundle_file(request: Request, bundles: Mapping[str, Bundle], name: str) -> 
         return Response("not in this bundle\n", 404, media_type="text/plain")
     bundle, path = found
     data = bundle.read(path)
-    digest = (
-        hashlib.sha256(data).hexdigest()
-        if path == MANIFEST
-        else bundle.manifest.signed.files[path].sha256
-    )
+    entry = bundle.entry(path)
+    digest = hashlib.sha256(data).hexdigest() if entry is None else entry.sha256
     cache = IMMUTABLE if is_content(path) else REVALIDATE
     if accepts_gzip(request.headers.get("accept-encoding", "")) and (
         packed := GZIPPED.get(digest, data, path)
@@ -309,7 +306,8 @@ def _conditional(
 
 
 def _listed(bundle: Bundle, path: str) -> bool:
-    return path == MANIFEST or path in bundle.manifest.signed.files
+    """The manifest, a file it lists, or a content file the catalog refers to."""
+    return path == MANIFEST or bundle.entry(path) is not None
 
 
 def status_of(answer: Mapping[str, Any]) -> int:
