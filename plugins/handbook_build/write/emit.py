@@ -98,7 +98,8 @@ def emit(
         writer.write(REVIEWS, reviews_file(config, records))
     _write_lunr(config, writer, index)
     with writer.stream(SEARCH) as fh:
-        for piece in search_file(order, markdown, catalog, index):
+        bodies = [doc.body for doc in docs_by_path]  # in index order, as `order`
+        for piece in search_file(order, markdown, catalog, index, bodies):
             fh.write(piece)
     tools = {"tools": definitions(context_of([catalog]))}
     writer.write(

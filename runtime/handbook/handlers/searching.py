@@ -17,6 +17,7 @@ from typing import Any
 
 from ..answers import SearchAnswer, SearchHit
 from ..bounds import check_limit, check_offset, refusal
+from ..search.hit_texts import excerpt_text
 from ..search.index import Hit
 from ..search.plain_words import syntax_note
 from ..search.query import QueryError, parse
@@ -110,15 +111,27 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
 
 def excerpt(snap: Snapshot, hit: Hit) -> str:
     """About EXCERPT_CHARS of the passage, from just before the first word that matched."""
-    passage = snap.retriever.passage(hit.entry)
-    content = snap.bundle.read(passage.content)
-    text = content[passage.start : passage.end].decode("utf-8", "replace")
-    text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
+    return excerpt_of(passage_text(snap, hit.entry), hit.terms)
+
+
+def passage_text(snap: Snapshot, entry: int) -> str:
+    """The text an entry's excerpt is cut from: stored in the search file when it was
+    built with it (no content file is read), else cut from the verified content file."""
+    texts = snap.retriever.index.texts
+    if texts is not None and entry < len(texts):
+        return texts[entry]
+    passage = snap.retriever.passage(entry)
+    return excerpt_text(snap.bundle.read(passage.content), passage.start, passage.end)
+
+
+def excerpt_of(text: str, terms: frozenset[str]) -> str:
+    """About EXCERPT_CHARS of `text`, from just before the first word whose stem is one
+    of `terms` (from its start when none is)."""
     position = 0
-    starts = _word_starts(hit.terms)
+    starts = _word_starts(terms)
     for candidate in starts.finditer(text) if starts is not None else ():
         word = WORD.match(text, candidate.start())
-        if word is not None and stem(word.group().lower()) in hit.terms:
+        if word is not None and stem(word.group().lower()) in terms:
             position = candidate.start()
             break
     start = max(0, position - EXCERPT_CHARS // 3)
