@@ -11,13 +11,15 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import PUBLIC
+from conftest import KEY, PUBLIC, MakeLibrary
 
 from handbook import FormatError, Library
 from handbook.bundle.local import Bundle
 from handbook.search import hit_texts
 from handbook.search.index import SearchIndex
 from handbook.search.query import parse
+from handbook_build import load_config
+from handbook_build.pipeline import build
 
 QUERIES = [
     "pump",
@@ -61,6 +63,7 @@ def test_stored_texts_answer_as_the_content_files_do(
         new = _answers(stored, queries)
     old_lib = Library.open(plant_floor_bundle, trusted_keys=[PUBLIC])
     old_lib.snapshot.retriever.index.texts = None  # what a reader without them does
+    old_lib.snapshot.retriever.index.doc_retired = None
     old = _answers(old_lib, queries)
     assert new == old
     assert sum(len(json.loads(new)[i]["hits"]) for i in range(len(queries))) > 50
@@ -75,6 +78,41 @@ def test_every_entry_text_is_its_content_range(plant_floor_bundle: Path) -> None
         passage = retriever.passage(entry)
         content = lib.snapshot.bundle.read(passage.content)
         assert texts[entry] == hit_texts.excerpt_text(content, passage.start, passage.end)
+
+
+RETIRED = """\
+---
+id: {id}
+title: Pump {id} seals
+kind: procedure
+summary: How to replace the pump seals of line {id}.
+{extra}
+---
+# Pump {id} seals
+
+The pump seals wear out; replace them every year.
+"""
+
+
+def test_a_retired_docs_hits_show_its_pedigree_and_current_ones_none(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    config = make_library(
+        {
+            "old.md": RETIRED.format(id="old", extra="retired: replaced by the new line"),
+            "new.md": RETIRED.format(id="new", extra=""),
+        }
+    )
+    build(load_config(config), tmp_path / "bundle", KEY)
+    lib = Library.open(tmp_path / "bundle", trusted_keys=[PUBLIC])
+    flags = lib.snapshot.retriever.index.doc_retired
+    assert flags is not None and sorted(flags) == [0, 1]
+    hits = lib.search("pump seals", limit=10)["hits"]
+    shown = {hit["id"]: hit.get("pedigree") for hit in hits}
+    assert shown["old"]["state"] == "retired" and shown["new"] is None
+    old_lib = Library.open(tmp_path / "bundle", trusted_keys=[PUBLIC])
+    old_lib.snapshot.retriever.index.doc_retired = None
+    assert old_lib.search("pump seals", limit=10)["hits"] == hits
 
 
 # -- the file itself ----------------------------------------------------------------------
@@ -114,6 +152,7 @@ def test_a_file_without_the_texts_still_searches(data: bytes) -> None:
         (lambda a: {**a, "entry_text_offsets": [*a["entry_text_offsets"][:1], 3, "I"]}, "span"),
         (lambda a: {**a, "entry_text": [a["entry_text"][0], 0, "B"]}, "span"),
         (lambda a: {k: v for k, v in a.items() if k != "entry_text_dict"}, "KeyError"),
+        (lambda a: {**a, "doc_retired": [a["doc_retired"][0], 1, "B"]}, "one flag per doc"),
     ],
 )
 def test_texts_of_the_wrong_length_are_refused(data: bytes, change: object, message: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from handbook.bundle.catalog import Catalog, Resource, SectionEntry, passages
+from handbook.pedigree.derived import is_retired
 from handbook.search import file_format as search_format
 from handbook.search.hit_texts import excerpt_text
 
@@ -58,6 +59,7 @@ def search_file(
         if markdown
         else None,
         entry_text=texts if bodies is not None else None,
+        doc_retired=[is_retired(d) for d in catalog.docs],
     )
 
 

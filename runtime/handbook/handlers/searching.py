@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..answers import SearchAnswer, SearchHit
+from ..answers import Pedigree, SearchAnswer, SearchHit
 from ..bounds import check_limit, check_offset, refusal
 from ..search.hit_texts import excerpt_text
 from ..search.index import Hit
@@ -104,9 +104,19 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
     }
     if passage.resource:
         rendered["resource"] = passage.resource
-    if (pedigree := snap.pedigree(snap.doc_at(passage.doc))) is not None:
+    if (pedigree := hit_pedigree(snap, passage.doc)) is not None:
         rendered["pedigree"] = pedigree
     return rendered
+
+
+def hit_pedigree(snap: Snapshot, doc: int) -> Pedigree | None:
+    """The pedigree a hit of doc `doc` shows. Without reviewers only a retired doc has
+    one, and the search file says which docs are (`doc_retired`): the catalog entry of
+    a current doc is then never parsed."""
+    retired = snap.retriever.index.doc_retired
+    if retired is not None and not retired[doc] and snap.ledger is None:
+        return None
+    return snap.pedigree(snap.doc_at(doc))
 
 
 def excerpt(snap: Snapshot, hit: Hit) -> str:

@@ -32,6 +32,7 @@ The header names each array with its byte offset, item count and type (``I`` uin
 ``entry_text``            per doc entry, the text its excerpt is cut from, raw deflate
 ``entry_text_offsets``    against ``entry_text_dict`` (offsets: uint32, one final);
 ``entry_text_dict``       added within version 1 (`handbook.search.hit_texts`)
+``doc_retired``           per doc, 1 when it is retired, else 0 (added within version 1)
 ``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
                           postings, ascending
 ``post_head``             per such list, the positions (in ``post_entry``) of its HEAD
@@ -177,13 +178,15 @@ def write(
     doc_content: Sequence[bytes],
     attached: Attached | None = None,
     entry_text: Sequence[bytes] | None = None,
+    doc_retired: Sequence[bool] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
     only when there are attached files to search, and the ``entry_sub_`` ones only when
     a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
     bundles read as before. `entry_text`, per doc entry, is the text its excerpt is cut
-    from (UTF-8; `handbook.search.hit_texts`), stored compressed when given."""
+    from (UTF-8; `handbook.search.hit_texts`), stored compressed when given;
+    `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
@@ -201,6 +204,8 @@ def write(
     arrays["doc_content"] = ("B", b"".join(doc_content))
     if entry_text is not None:
         _texts_into(arrays, entry_text)
+    if doc_retired is not None:
+        arrays["doc_retired"] = ("B", bytes(map(bool, doc_retired)))
     if attached is not None:
         _attached_into(arrays, index.attached, attached)
     layout, position = {}, 0

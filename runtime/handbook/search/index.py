@@ -96,6 +96,11 @@ class SearchIndex:
             self.texts = HitTexts(a["entry_text"], a["entry_text_offsets"], a["entry_text_dict"])
             if len(self.texts) != len(self.entry_doc):
                 raise ValueError("entry_text does not have one text per entry")
+        self.doc_retired: memoryview | None = a.get("doc_retired")
+        """Per doc, 1 when it is retired (None in files written before it): a hit of a
+        current doc in a library without reviewers has no pedigree to look up."""
+        if self.doc_retired is not None and len(self.doc_retired) != len(self.doc_content) // 32:
+            raise ValueError("doc_retired does not have one flag per doc")
         self.attached = f"{RESOURCE}post_entry" in a
         """Whether attached markdown files have entries (numbered after the docs')."""
         if self.attached:
