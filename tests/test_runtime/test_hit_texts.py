@@ -205,10 +205,11 @@ def test_the_dictionary_is_refused_past_deflates_window() -> None:
         hit_texts.HitTexts(memoryview(b""), offsets, memoryview(b"x" * 40000))
 
 
-def test_texts_round_trip_with_and_without_common_lines() -> None:
+def test_texts_round_trip_against_a_dictionary_of_their_own_text() -> None:
     texts = [f"line {i % 3} is common enough\nand {i}\n".encode() for i in range(40)]
     zdict = hit_texts.dictionary(texts)
     assert b"common enough" in zdict and len(zdict) <= hit_texts.DICT_BYTES
+    assert len(hit_texts.dictionary([b"x" * 50000])) == hit_texts.DICT_BYTES
     packed = hit_texts.compressed(texts, zdict)
     blob = b"".join(packed)
     starts = [0]

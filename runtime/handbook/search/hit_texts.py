@@ -6,9 +6,9 @@ excerpt is cut from (the entry's UTF-8 byte range of its content, less its headi
 so a search touches only the search file, which was verified once when it was opened.
 
 Each text is compressed on its own (raw deflate, RFC 1951) against one shared preset
-dictionary (``entry_text_dict``, the corpus's most common lines, at most 32 KiB): a
-passage of a few hundred bytes compresses to about a third with the dictionary and to
-about half without. Decompressing one takes a few microseconds, less than reading and
+dictionary (``entry_text_dict``, sample text of the library, at most 32 KiB): a passage
+of a few hundred bytes compresses to about a third with the dictionary and to about half
+without. Decompressing one takes a few microseconds, less than reading and
 hashing a content file. Files without these arrays (written before them) are read as
 before: the excerpt comes from the content file.
 """
@@ -16,7 +16,6 @@ before: the excerpt comes from the content file.
 from __future__ import annotations
 
 import zlib
-from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ..bundle.layout import SEARCH
@@ -24,9 +23,8 @@ from ..errors import FormatError
 
 DICT_BYTES = 32768
 """deflate's window: a preset dictionary longer than this is never referred to."""
-DICT_SAMPLE = 7
-"""One text in DICT_SAMPLE is read for the dictionary's lines (enough to find the
-common ones, a seventh of the time)."""
+DICT_SAMPLE = 200
+"""Texts the dictionary is sampled from."""
 
 
 def excerpt_text(content: bytes, start: int, end: int) -> str:
@@ -37,19 +35,11 @@ def excerpt_text(content: bytes, start: int, end: int) -> str:
 
 
 def dictionary(texts: Sequence[bytes]) -> bytes:
-    """A preset dictionary for `texts`: their most common lines, the most common last
-    (deflate reaches the end of its window most cheaply)."""
-    lines = Counter(
-        line for text in texts[::DICT_SAMPLE] for line in text.split(b"\n") if 8 < len(line) < 200
-    )
-    common = [line for line, n in lines.most_common() if n > 1]
-    out, size = [], 0
-    for line in common:
-        if size + len(line) + 1 > DICT_BYTES:
-            break
-        out.append(line)
-        size += len(line) + 1
-    return b"\n".join(reversed(out))
+    """A preset dictionary for `texts`: DICT_SAMPLE of them, evenly spread, joined, their
+    last DICT_BYTES. Sample text beat the corpus's most common lines: 0.31 of the texts'
+    size against 0.44 on synthetic docs, 0.35 for both on msdocs-10k."""
+    step = max(1, len(texts) // DICT_SAMPLE)
+    return b"\n".join(texts[::step])[-DICT_BYTES:]
 
 
 def compressed(texts: Iterable[bytes], zdict: bytes) -> list[bytes]:
