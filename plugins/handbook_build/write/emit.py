@@ -102,7 +102,8 @@ def emit(
         writer.write(REVIEW_OFFSETS, offsets)
     _write_lunr(config, writer, index)
     with writer.stream(SEARCH) as fh:
-        for piece in search_file(order, markdown, catalog, index):
+        bodies = [doc.body for doc in docs_by_path]  # in index order, as `order`
+        for piece in search_file(order, markdown, catalog, index, bodies):
             fh.write(piece)
     tools = {"tools": definitions(context_of([catalog]))}
     writer.write(

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from handbook.bundle.catalog import Catalog, Resource, SectionEntry, passages
+from handbook.pedigree.derived import is_retired
 from handbook.search import file_format as search_format
+from handbook.search.hit_texts import excerpt_text
 
 from .lunr_index import LunrIndex
 
@@ -17,15 +19,25 @@ def search_file(
     markdown: Sequence[tuple[int, Resource]],
     catalog: Catalog,
     index: LunrIndex,
+    bodies: Sequence[str] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
     be shown without parsing the catalog (ids, titles, paths, anchors, byte ranges).
     `order` is the docs' catalog positions in index order; the entries of the attached
-    markdown files (`markdown`: catalog position, file) follow theirs, in their arrays."""
+    markdown files (`markdown`: catalog position, file) follow theirs, in their arrays.
+    With `bodies` (each doc's markdown, in `order`), each doc entry's excerpt text is
+    stored too, so that rendering a hit reads no content file (`handbook.search.hit_texts`)."""
     docs = search_format.Passages()
-    for n in order:
+    texts: list[bytes] = []
+    for i, n in enumerate(order):
         entry = catalog.docs[n]
+        first = len(docs.ranges)
         _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
+        if bodies is not None:
+            body = bodies[i].encode("utf-8")
+            texts += [
+                excerpt_text(body, start, end).encode("utf-8") for start, end in docs.ranges[first:]
+            ]
     files = search_format.Passages()
     for f, (_, resource) in enumerate(markdown):
         _passages(files, f, resource.sections, resource.subsections, resource.bytes)
@@ -46,6 +58,8 @@ def search_file(
         )
         if markdown
         else None,
+        entry_text=texts if bodies is not None else None,
+        doc_retired=[is_retired(d) for d in catalog.docs],
     )
 
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..answers import SearchAnswer, SearchHit
+from ..answers import Pedigree, SearchAnswer, SearchHit
 from ..bounds import check_limit, check_offset, refusal
+from ..search.hit_texts import excerpt_text
 from ..search.index import Hit
 from ..search.plain_words import syntax_note
 from ..search.query import QueryError, parse
@@ -103,23 +104,45 @@ def render_hit(snap: Snapshot, hit: Hit) -> SearchHit:
     }
     if passage.resource:
         rendered["resource"] = passage.resource
-    if (pedigree := snap.pedigree(snap.doc_at(passage.doc))) is not None:
+    if (pedigree := hit_pedigree(snap, passage.doc)) is not None:
         rendered["pedigree"] = pedigree
     return rendered
 
 
+def hit_pedigree(snap: Snapshot, doc: int) -> Pedigree | None:
+    """The pedigree a hit of doc `doc` shows. Without reviewers only a retired doc has
+    one, and the search file says which docs are (`doc_retired`): the catalog entry of
+    a current doc is then never parsed."""
+    retired = snap.retriever.index.doc_retired
+    if retired is not None and not retired[doc] and snap.ledger is None:
+        return None
+    return snap.pedigree(snap.doc_at(doc))
+
+
 def excerpt(snap: Snapshot, hit: Hit) -> str:
     """About EXCERPT_CHARS of the passage, from just before the first word that matched."""
-    passage = snap.retriever.passage(hit.entry)
+    return excerpt_of(passage_text(snap, hit.entry), hit.terms)
+
+
+def passage_text(snap: Snapshot, entry: int) -> str:
+    """The text an entry's excerpt is cut from: stored in the search file when it was
+    built with it (no content file is read), else cut from the verified content file."""
+    texts = snap.retriever.index.texts
+    if texts is not None and entry < len(texts):
+        return texts[entry]
+    passage = snap.retriever.passage(entry)
     snap.doc_at(passage.doc)  # its verified entry vouches for the content file read next
-    content = snap.bundle.read(passage.content)
-    text = content[passage.start : passage.end].decode("utf-8", "replace")
-    text = text.split("\n", 1)[1] if text.startswith("#") and "\n" in text else text
+    return excerpt_text(snap.bundle.read(passage.content), passage.start, passage.end)
+
+
+def excerpt_of(text: str, terms: frozenset[str]) -> str:
+    """About EXCERPT_CHARS of `text`, from just before the first word whose stem is one
+    of `terms` (from its start when none is)."""
     position = 0
-    starts = _word_starts(hit.terms)
+    starts = _word_starts(terms)
     for candidate in starts.finditer(text) if starts is not None else ():
         word = WORD.match(text, candidate.start())
-        if word is not None and stem(word.group().lower()) in hit.terms:
+        if word is not None and stem(word.group().lower()) in terms:
             position = candidate.start()
             break
     start = max(0, position - EXCERPT_CHARS // 3)

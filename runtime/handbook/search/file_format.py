@@ -29,6 +29,10 @@ The header names each array with its byte offset, item count and type (``I`` uin
                           ``##`` section that holds the entry)
 ``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
+``entry_text``            per doc entry, the text its excerpt is cut from, raw deflate
+``entry_text_offsets``    against ``entry_text_dict`` (offsets: uint32, one final);
+``entry_text_dict``       added within version 1 (`handbook.search.hit_texts`)
+``doc_retired``           per doc, 1 when it is retired, else 0 (added within version 1)
 ``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
                           postings, ascending
 ``post_head``             per such list, the positions (in ``post_entry``) of its HEAD
@@ -81,6 +85,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from . import hit_texts
 from .query import FIELDS
 
 MAGIC = b"HBSEARCH"
@@ -172,12 +177,16 @@ def write(
     doc_title: Sequence[str],
     doc_content: Sequence[bytes],
     attached: Attached | None = None,
+    entry_text: Sequence[bytes] | None = None,
+    doc_retired: Sequence[bool] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
     only when there are attached files to search, and the ``entry_sub_`` ones only when
     a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
-    bundles read as before."""
+    bundles read as before. `entry_text`, per doc entry, is the text its excerpt is cut
+    from (UTF-8; `handbook.search.hit_texts`), stored compressed when given;
+    `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
@@ -193,16 +202,12 @@ def write(
     arrays["term_lunr_index"] = ("I", index.lunr_index)
     _group(arrays, "", index.docs, docs)
     arrays["doc_content"] = ("B", b"".join(doc_content))
+    if entry_text is not None:
+        _texts_into(arrays, entry_text)
+    if doc_retired is not None:
+        arrays["doc_retired"] = ("B", bytes(map(bool, doc_retired)))
     if attached is not None:
-        _group(arrays, RESOURCE, index.attached, attached.passages)
-        _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
-        _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
-        if any(attached.passages.sub_anchor):
-            _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
-            _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
-        arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
-        _strings_into(arrays, f"{RESOURCE}path", attached.path)
-        arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
+        _attached_into(arrays, index.attached, attached)
     layout, position = {}, 0
     for name, (typecode, data) in arrays.items():
         size = len(data) * (data.itemsize if isinstance(data, array) else 1)
@@ -262,6 +267,33 @@ def impact_heads(
             # nlargest is sorted(..., reverse=True)[:size]: stable, so ties keep position order
             head.extend(heapq.nlargest(size, range(start, stop), key=scores.__getitem__))
     return lists, head
+
+
+def _attached_into(
+    arrays: dict[str, tuple[str, bytes | array[int]]], postings: Postings, attached: Attached
+) -> None:
+    """The ``resource_`` arrays: the attached files' postings, entries and files."""
+    _group(arrays, RESOURCE, postings, attached.passages)
+    _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
+    _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
+    if any(attached.passages.sub_anchor):
+        _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
+        _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
+    arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
+    _strings_into(arrays, f"{RESOURCE}path", attached.path)
+    arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
+
+
+def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: Sequence[bytes]) -> None:
+    """``entry_text`` (each text deflated against ``entry_text_dict``) and its offsets."""
+    zdict = hit_texts.dictionary(texts)
+    packed = hit_texts.compressed(texts, zdict)
+    arrays["entry_text_dict"] = ("B", zdict)
+    arrays["entry_text"] = ("B", b"".join(packed))
+    offsets = array("I", [0])
+    for item in packed:
+        offsets.append(offsets[-1] + len(item))
+    arrays["entry_text_offsets"] = ("I", offsets)
 
 
 def _strings_into(

@@ -32,6 +32,7 @@ from ..errors import FormatError
 from . import top_k
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
+from .hit_texts import HitTexts
 from .postings import Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
@@ -88,6 +89,18 @@ class SearchIndex:
         self.subsections = self._subsections("", len(self.entry_doc))
         """Whether the docs' entries name the subsection (``###`` or deeper) whose text
         they are (``entry_sub_title``, ``entry_sub_anchor``)."""
+        self.texts: HitTexts | None = None
+        """Each doc entry's excerpt text (`handbook.search.hit_texts`), in files built
+        with them; None: excerpts are cut from the content files."""
+        if "entry_text" in a:
+            self.texts = HitTexts(a["entry_text"], a["entry_text_offsets"], a["entry_text_dict"])
+            if len(self.texts) != len(self.entry_doc):
+                raise ValueError("entry_text does not have one text per entry")
+        self.doc_retired: memoryview | None = a.get("doc_retired")
+        """Per doc, 1 when it is retired (None in files written before it): a hit of a
+        current doc in a library without reviewers has no pedigree to look up."""
+        if self.doc_retired is not None and len(self.doc_retired) != len(self.doc_content) // 32:
+            raise ValueError("doc_retired does not have one flag per doc")
         self.attached = f"{RESOURCE}post_entry" in a
         """Whether attached markdown files have entries (numbered after the docs')."""
         if self.attached:
