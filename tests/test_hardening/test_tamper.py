@@ -223,23 +223,16 @@ def _handler_answers(
     """The agent-facing answers that need the tampered file."""
     if name in versions.owner:
         doc_id, resource = versions.owner[name]
-        if resource is None:  # every call that reads a doc's content: get, search, collect
-            title = versions_title(versions, doc_id)
+        if resource is None:  # every call that reads a doc's content: get, collect (a
+            # search shows excerpts kept in the verified search.bin and reads no content)
             return [
                 (f"get({doc_id})", lib.get(doc_id)),
-                (f"search({title!r})", lib.search(title)),
                 (f"collect(ids=[{doc_id}])", lib.collect(ids=[doc_id])),
             ]
         return [(f"resource({doc_id}, {resource})", lib.resource(doc_id, resource))]
     if name == "catalog.json":
         return [("list()", lib.list()), (f"get({CHANGED_DOC})", lib.get(CHANGED_DOC))]
     return []
-
-
-def versions_title(versions: Versions, doc_id: str) -> str:
-    """The title of `doc_id` in the untouched bundle: a query whose best hit is that doc."""
-    doc = next(d for d in open_bundle(versions.old, [PUBLIC]).catalog.docs if d.id == doc_id)
-    return doc.title
 
 
 def _check_strict(
