@@ -52,12 +52,24 @@ class SubsectionInfo(TypedDict):
     """The anchor of the `##` section that holds it; "" before the first one."""
 
 
+PEDIGREE_STATES = (
+    "retired",
+    "contested",
+    "suspect",
+    "under_approved",
+    "stale",
+    "unreviewed",
+    "reviewed",
+)
+"""A pedigree's states, worst first: a doc's state is the first of them that holds."""
+
+
 class Pedigree(TypedDict, total=False):
     """Who vouched for a doc and how far to trust it now (`handbook.pedigree.derived`); in every
     answer that names a doc of a library with reviewers, and of any retired doc."""
 
     state: str
-    """reviewed | unreviewed | stale | under_approved | suspect | contested | retired"""
+    """One of `PEDIGREE_STATES`."""
     confidence: float
     reviews: int
     """Reviewers whose latest verdict is on the current revision."""

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from handbook.answers import PEDIGREE_STATES
 from handbook.bundle.catalog import Catalog, DocEntry
 from handbook.bundle.layout import REVIEWS
 from handbook.bundle.local import Bundle
@@ -21,7 +22,7 @@ from handbook.pedigree.records import Record
 from ..checks import reviews
 from ..config.options import ReviewSettings
 
-STATES = ("retired", "contested", "suspect", "under_approved", "stale", "unreviewed", "reviewed")
+STATES = PEDIGREE_STATES
 """The runtime's states, worst first: a doc's state is the first of them that holds."""
 QUEUE_STATES = STATES[1:-1]
 """The states that need a reviewer now (a retired doc needs none, a reviewed doc is done)."""

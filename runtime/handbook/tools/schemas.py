@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..answers import PEDIGREE_STATES
+
 _STRING = {"type": "string"}
 _OPT_STRING = {"type": ["string", "null"]}
 _INT = {"type": "integer"}
@@ -40,15 +42,7 @@ PEDIGREE = _result(
     {
         "state": {
             "type": "string",
-            "enum": [
-                "reviewed",
-                "unreviewed",
-                "stale",
-                "under_approved",
-                "suspect",
-                "contested",
-                "retired",
-            ],
+            "enum": list(reversed(PEDIGREE_STATES)),
         },
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "reviews": _INT,
