@@ -288,8 +288,10 @@ def test_a_signed_chunk_file_with_a_wrong_hash_is_refused_on_read(
     with pytest.raises(HashMismatchError, match=f"{SEARCH}: chunk {chunk} .*{CHUNKS}"):
         open_bundle(folder, [PUBLIC], hash_all=True)
     lib = Library.open(folder, [PUBLIC])
+    search = lib.bundle.ranged(SEARCH)
     with pytest.raises(HashMismatchError, match=f"{SEARCH}: chunk {chunk} "):
-        lib.bundle.ranged(SEARCH).need(chunk * SMALL, chunk * SMALL + 1)
+        search.need(chunk * SMALL, chunk * SMALL + 1)
+    assert not any(search.view[chunk * SMALL : (chunk + 1) * SMALL])  # read, refused, zeroed
 
 
 def test_a_signed_chunk_file_with_a_wrong_count_or_size_is_refused(

@@ -351,7 +351,9 @@ def check_chunks(bundle: Bundle, tree: Tree) -> None:
     for name in hashes.names:
         chunked = hashes.of(name, files[name])
         if chunked is not None:
-            ChunkedFile(tree, name, chunked).verify_all()
+            checked = ChunkedFile(tree, name, chunked)
+            checked.verify_all()
+            checked.close()
 
 
 def check_expiry(manifest: Manifest, now: float | None = None) -> None:

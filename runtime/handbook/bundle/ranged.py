@@ -20,6 +20,7 @@ map, never unverified bytes of the file.
 from __future__ import annotations
 
 import hashlib
+import io
 import mmap
 import os
 import threading
@@ -62,10 +63,11 @@ class ChunkedFile:
         report: Callable[[BundleError], None] = lambda exc: None,
     ) -> None:
         self.name, self.chunked, self._report = name, chunked, report
-        fd = tree.open(name)
-        self._fd = fd
-        self._close = weakref.finalize(self, os.close, fd)
-        size = os.fstat(fd).st_size
+        self._file = io.FileIO(tree.open(name), closefd=True)
+        """Held open (a file replaced later cannot redirect a read), read only under the
+        lock: a seek, then reads into the map; closed with this object."""
+        self.close = weakref.finalize(self, self._file.close)
+        size = os.fstat(self._file.fileno()).st_size
         if size != chunked.size:
             self._fail(mismatch_size(name, size, chunked.size))
         self.buffer = mmap.mmap(-1, max(1, chunked.size))
@@ -97,29 +99,32 @@ class ChunkedFile:
                 chunk = self._done.find(0, stop, last)
 
     def _verify(self, first: int, last: int) -> None:
-        """Read chunks `first` to `last` (excluded) in one read, check each, and only
-        then copy them into the map and mark them verified."""
+        """Read chunks `first` to `last` (excluded) straight into the map (one read, no
+        copy), check each, and only then mark them verified; on a mismatch the range is
+        zeroed again, so no unverified byte stays in the map."""
         chunked = self.chunked
         start, end = chunked.span(first)[0], chunked.span(last - 1)[1]
-        data = os.pread(self._fd, end - start, start)
-        if len(data) != end - start:
-            self._fail(mismatch_size(self.name, start + len(data), chunked.size))
+        target = self.view[start:end]
+        got = _read_into(self._file, start, target)
+        if got != end - start:
+            self._fail(mismatch_size(self.name, start + got, chunked.size), target)
         step = chunked.chunk_bytes
-        view = memoryview(data)
         for chunk in range(first, last):
-            part = view[(chunk - first) * step : (chunk - first + 1) * step]
+            part = target[(chunk - first) * step : (chunk - first + 1) * step]
             if hashlib.sha256(part).digest() != chunked.digest(chunk):
                 lo, hi = chunked.span(chunk)
                 self._fail(
                     HashMismatchError(
                         f"{self.name}: chunk {chunk} (bytes {lo:,} to {hi:,}) does not match "
                         f"its sha256 in {CHUNKS}; the file was changed since it was signed"
-                    )
+                    ),
+                    target,
                 )
-        self.view[start:end] = data
         self._done[first:last] = b"\x01" * (last - first)
 
-    def _fail(self, exc: BundleError) -> None:
+    def _fail(self, exc: BundleError, read: memoryview | None = None) -> None:
+        if read is not None:
+            read[:] = bytes(len(read))
         self._report(exc)
         raise exc
 
@@ -134,3 +139,16 @@ class ChunkedFile:
 
 
 Ranged = Whole | ChunkedFile
+
+
+def _read_into(file: io.FileIO, at: int, target: memoryview) -> int:
+    """Fill `target` with the file's bytes from `at`; how many there were (fewer at the
+    end of a file cut short)."""
+    file.seek(at)
+    got = 0
+    while got < len(target):
+        count = file.readinto(target[got:])
+        if not count:
+            break
+        got += count
+    return got
