@@ -29,7 +29,18 @@ from handbook_build.write import seal
 
 EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
 SMALL = 1024
-QUERIES = ["modbus", "pressure valve", "acme*", "regster~1", "+modbus -tcp", "title:compressor"]
+QUERIES = [
+    "modbus",
+    "pressure valve",
+    "acme*",
+    "regster~1",
+    "+modbus -tcp",
+    "title:compressor",
+    "lockout tagout procedure",
+    "co*r",
+    "+register +map",
+    "holding registers",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +53,11 @@ def chunked(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setattr(seal, "CHUNKED_ABOVE", SMALL)
         build(load_config(EXAMPLE), out, KEY)
     return Path(os.path.realpath(out))
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two answers alike but for their correlation ids (new for each question)."""
+    return {**a, "correlation_id": None} == {**b, "correlation_id": None}
 
 
 def _hashes(folder: Path) -> ChunkHashes:
@@ -171,6 +187,10 @@ def test_answers_are_those_of_a_reader_that_hashes_whole(
         assert lazy.search(query, limit=10) == whole.search(query, limit=10), query
     for doc_id in ("device.acme.ac200", "guide.lockout-tagout", "no.such-doc"):
         assert lazy.get(doc_id) == whole.get(doc_id)
+    for question in ("How do I lock out the compressor?", "What is register 40001?"):
+        assert _same(lazy.ask(question), whole.ask(question))
+        assert lazy.brief(question) == whole.brief(question)
+    assert lazy.collect(query="modbus") == whole.collect(query="modbus")
     catalog = lazy.bundle.ranged(CATALOG)
     assert isinstance(catalog, ChunkedFile) and sum(catalog._done) < len(catalog._done)
 
