@@ -63,12 +63,10 @@ class HitTexts:
     ) -> None:
         if len(zdict) > DICT_BYTES:
             raise ValueError("entry_text_dict is longer than deflate's window")
-        previous = 0
-        for offset in offsets:  # where each text starts: ascending, inside the blob
-            if offset < previous:
-                raise ValueError("entry_text_offsets go backwards")
-            previous = offset
-        if not offsets or offsets[0] != 0 or previous != len(blob):
+        starts = offsets.tolist()  # where each text starts: ascending, inside the blob
+        if starts != sorted(starts):  # compared in C: 46,000 offsets at 10,000 docs
+            raise ValueError("entry_text_offsets go backwards")
+        if not starts or starts[0] != 0 or starts[-1] != len(blob):
             raise ValueError("entry_text_offsets do not span entry_text")
         self.blob, self.offsets, self.zdict = blob, offsets, bytes(zdict)
         self.need = need
