@@ -358,3 +358,38 @@ def test_a_bundle_without_chunk_hashes_is_read_whole(plant_floor_bundle: Path) -
 def test_chunked_is_one_chunk_for_a_small_file() -> None:
     entry = Chunked(10, "0" * 64, SMALL, bytes(32))
     assert len(entry) == 1 and entry.span(0) == (0, 10)
+
+
+def test_reviews_are_read_by_chunks_and_pedigrees_unchanged(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A library with reviews: reviews.json is read by the chunks a pedigree's records lie
+    in, and every pedigree is the one a reader of the whole file gives; a tampered chunk
+    of it fails the pedigrees that read it, naming the file."""
+    from handbook.bundle.layout import REVIEWS
+    from handbook.pedigree.indexed import IndexedLedger
+
+    config = load_config(ROOT / "examples" / "packaging-line" / "mkdocs.yml")
+    plain = tmp_path_factory.mktemp("reviews") / "bundle"
+    build(config, plain, KEY)
+    chunked_out = tmp_path_factory.mktemp("reviews-chunked") / "bundle"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seal, "CHUNK_BYTES", SMALL)
+        mp.setattr(seal, "CHUNKED_ABOVE", SMALL)
+        build(config, chunked_out, KEY)
+    lazy, whole = Library.open(chunked_out, [PUBLIC]), Library.open(plain, [PUBLIC])
+    ids = [d["id"] for d in json.loads((plain / CATALOG).read_bytes())["docs"]]
+    for doc_id in ids:
+        assert lazy.get(doc_id) == whole.get(doc_id)
+    assert lazy.list(reviewed=True) == whole.list(reviewed=True)
+    assert isinstance(lazy.snapshot.ledger, IndexedLedger)
+    reviews = lazy.bundle.ranged(REVIEWS)
+    assert isinstance(reviews, ChunkedFile) and len(reviews) > 2 * SMALL
+    copy = _copy(Path(os.path.realpath(chunked_out)), tmp_path)
+    size = (copy / REVIEWS).stat().st_size
+    _flip(copy / REVIEWS, size // 2)
+    tampered = Library.open(copy, [PUBLIC])
+    answers = [tampered.get(doc_id) for doc_id in ids]
+    assert any(REVIEWS in json.dumps(a) for a in answers), "no pedigree read the chunk"
+    with pytest.raises(BundleError, match=REVIEWS):
+        open_bundle(copy, [PUBLIC], hash_all=True)
