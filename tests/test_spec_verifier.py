@@ -43,6 +43,7 @@ names each file by its sha256 and gives its size."""
 MANIFEST = "manifest.json"
 CATALOG = "catalog.json"
 OFFSETS = "catalog-offsets.bin"
+CHUNKS = "chunks.bin"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 SIGNED_KEYS = {"spec", "library", "version", "built_at", "files", "docs"}
 _MARKUP = set("`*_[]<>\\&!")
@@ -238,7 +239,55 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
     # 6. catalog-offsets.bin, written for this catalog.json, frames each doc's entry.
     if OFFSETS in contents:
         _check_offsets(contents[OFFSETS], contents[CATALOG], files[CATALOG]["sha256"], catalog)
+
+    # 7. chunks.bin: each chunk hash it gives for the listed version of a file matches.
+    if CHUNKS in contents:
+        _check_chunks(contents[CHUNKS], files, contents)
     return signed
+
+
+def _check_chunks(data: bytes, files: dict[str, Any], contents: dict[str, bytes]) -> None:
+    if data[:8] != b"HBCHUNKS" or len(data) < 16:
+        raise Refused(f"{CHUNKS}: no HBCHUNKS header")
+    version, count = struct.unpack_from("<2I", data, 8)
+    if version != 1:
+        raise Refused(f"{CHUNKS}: version {version}")
+    at, previous = 16, b""
+    entries: list[tuple[str, int, int, bytes]] = []
+    for _ in range(count):
+        if at + 4 > len(data):
+            raise Refused(f"{CHUNKS}: ends inside an entry")
+        (length,) = struct.unpack_from("<I", data, at)
+        path = data[at + 4 : at + 4 + length]
+        if path <= previous:
+            raise Refused(f"{CHUNKS}: paths not sorted and unique")
+        try:
+            name = path.decode("utf-8")
+            size, sha, chunk = struct.unpack_from("<Q32sI", data, at + 4 + length)
+        except (UnicodeDecodeError, struct.error):
+            raise Refused(f"{CHUNKS}: ends inside an entry, or a path is not UTF-8") from None
+        previous = path
+        at += 4 + length + 44
+        if name not in files:
+            raise Refused(f"{CHUNKS}: {name} is not listed")
+        if chunk < 1024 or chunk > 1 << 30 or chunk & (chunk - 1):
+            raise Refused(f"{CHUNKS}: {name}'s chunk size {chunk} is not a power of two")
+        chunks = -(-size // chunk)
+        digests, at = data[at : at + 32 * chunks], at + 32 * chunks
+        if len(digests) != 32 * chunks:
+            raise Refused(f"{CHUNKS}: ends inside {name}'s chunk hashes")
+        if sha.hex() == files[name]["sha256"]:  # else written for another version of
+            entries.append((name, size, chunk, digests))  # the file: readers hash it whole
+    if at != len(data):
+        raise Refused(f"{CHUNKS}: bytes after the last entry")
+    for name, size, chunk, digests in entries:
+        whole = contents[name]
+        if size != len(whole):
+            raise Refused(f"{CHUNKS}: {name} has {size} bytes, not {len(whole)}")
+        for n in range(len(digests) // 32):
+            part = whole[n * chunk : (n + 1) * chunk]
+            if hashlib.sha256(part).digest() != digests[32 * n : 32 * n + 32]:
+                raise Refused(f"{name}: chunk {n} does not match its sha256 in {CHUNKS}")
 
 
 def _check_offsets(data: bytes, raw: bytes, catalog_sha: str, catalog: dict[str, Any]) -> None:
@@ -357,14 +406,21 @@ class Built:
         )
 
 
-def build(config_path: Path, out: Path, key: Ed25519PrivateKey | None = None) -> Built:
-    """Build with `handbook_build.pipeline.build` and a fresh key (the only project use)."""
+def build(
+    config_path: Path, out: Path, key: Ed25519PrivateKey | None = None, chunks: int = 0
+) -> Built:
+    """Build with `handbook_build.pipeline.build` and a fresh key (the only project use);
+    with `chunks`, every file above that size gets chunk hashes of that size."""
     from handbook_build.config.settings import load_config
     from handbook_build.pipeline import build as pipeline_build
+    from handbook_build.write import seal
 
     key = key or Ed25519PrivateKey.generate()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        if chunks:
+            mp.setattr(seal, "CHUNK_BYTES", chunks)
+            mp.setattr(seal, "CHUNKED_ABOVE", chunks)
         pipeline_build(load_config(config_path), out, key)
     return Built(out, key)
 
@@ -763,6 +819,32 @@ def test_offsets_that_frame_another_doc_are_refused(multibyte: Built, tmp_path: 
     _resign_file(root, multibyte.key, OFFSETS, bytes(data))
     with pytest.raises(Refused, match=r"catalog-offsets\.bin: entry 0 does not frame"):
         verify_bundle(root, multibyte.public)
+
+
+@pytest.fixture(scope="module")
+def chunked(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The example with 1 KiB chunk hashes of every file above 1 KiB."""
+    return build(EXAMPLE, tmp_path_factory.mktemp("chunked") / "bundle", chunks=1024)
+
+
+def test_chunk_hashes_are_accepted_and_checked(chunked: Built, tmp_path: Path) -> None:
+    """chunks.bin as the spec describes it: every chunk hash matches; one signed wrong,
+    one chunk short, or a chunk size that is not a power of two, and it is refused."""
+    assert {CHUNKS, CATALOG, "search.bin"} <= set(
+        verify_bundle(chunked.out, chunked.public)["files"]
+    )
+    data = (chunked.out / CHUNKS).read_bytes()
+    at = data.index(b"search.bin") + len(b"search.bin") + 8 + 32
+    cases = {
+        "does not match its sha256": data[: at + 4 + 64] + bytes(32) + data[at + 4 + 96 :],
+        "ends inside|bytes after": data[: at + 4] + data[at + 36 :],
+        "not a power of two": data[:at] + struct.pack("<I", 3000) + data[at + 4 :],
+    }
+    for n, (message, changed) in enumerate(cases.items()):
+        root = _copy(chunked, tmp_path / str(n))
+        _resign_file(root, chunked.key, CHUNKS, changed)
+        with pytest.raises(Refused, match=message):
+            verify_bundle(root, chunked.public)
 
 
 def test_a_signed_listing_of_a_content_file_is_refused(multibyte: Built, tmp_path: Path) -> None:

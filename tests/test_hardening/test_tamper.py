@@ -2,7 +2,9 @@
 attacker or a failing disk could change it, makes the bundle refused.
 
 For each file (the manifest, catalog.json, catalog-offsets.bin, index.json.gz,
-search.bin, tools.json, llms.txt, every content file and every attached resource) and
+search.bin, tools.json, llms.txt, chunks.bin (the example is built with chunk hashes of
+every file above 1 KiB, so that the large files are read by chunks), every content file
+and every attached resource) and
 each change (a flipped bit at the
 first, middle and last byte, a flipped high bit in the middle, one byte cut off, one
 byte appended, the file deleted, the file replaced by the one at the same path in
@@ -33,7 +35,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 
 from handbook import BundleError, Library
-from handbook.bundle.layout import CATALOG_OFFSETS, is_content
+from handbook.bundle.layout import CATALOG_OFFSETS, CHUNKS, is_content
 from handbook.bundle.local import open_bundle
 from handbook.bundle.manifest import MANIFEST
 from handbook.bundle.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
@@ -41,6 +43,7 @@ from handbook.libraries.reloader import Reloader
 from handbook.serve.http import create_app
 from handbook_build import load_config
 from handbook_build.pipeline import build
+from handbook_build.write import seal
 
 EXAMPLE = ROOT / "examples" / "skills"
 EPOCH = "1767225600"
@@ -73,6 +76,8 @@ def _build(config: Any, out: Path) -> Path:
         mp.delenv("CI", raising=False)
         mp.delenv(SIGNING_KEY_ENV, raising=False)
         mp.delenv(TRUSTED_KEYS_ENV, raising=False)
+        mp.setattr(seal, "CHUNK_BYTES", 1024)  # chunks.bin, of the files above 1 KiB
+        mp.setattr(seal, "CHUNKED_ABOVE", 1024)
         build(config, out, KEY)
     return Path(os.path.realpath(out))
 
@@ -231,7 +236,11 @@ def _handler_answers(
             ]
         return [(f"resource({doc_id}, {resource})", lib.resource(doc_id, resource))]
     if name == "catalog.json":
-        return [("list()", lib.list()), (f"get({CHANGED_DOC})", lib.get(CHANGED_DOC))]
+        got = lib.get(CHANGED_DOC)
+        if got.get("found") is True:  # the chunks its entry lies in are intact (chunks.bin)
+            assert got == Library.open(versions.old, [PUBLIC]).get(CHANGED_DOC)
+            return [("list()", lib.list())]
+        return [("list()", lib.list()), (f"get({CHANGED_DOC})", got)]
     return []
 
 
@@ -339,6 +348,7 @@ def test_the_matrix_covers_every_kind_of_file(versions: Versions) -> None:
         "search.bin",
         "tools.json",
         "llms.txt",
+        CHUNKS,
     } <= names
     assert sum(n.startswith("content/") for n in names) >= 3
     assert sum(n.startswith("resources/") for n in names) >= 2

@@ -287,3 +287,40 @@ def test_eager_opens_remain_for_offline_use(
     listed = set(lib.bundle.listing())  # the manifest's files and the content it vouches for
     assert set(asked("eager")) == {MANIFEST, *listed}
     assert lib.bundle.path.parent.name == "bundles"
+
+
+@pytest.fixture(scope="module")
+def chunked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example with chunk hashes (chunks.bin) of every file above 1 KiB."""
+    from handbook_build.write import seal
+
+    out = tmp_path_factory.mktemp("chunked") / "bundle"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seal, "CHUNK_BYTES", 1024)
+        mp.setattr(seal, "CHUNKED_ABOVE", 1024)
+        build(load_config(EXAMPLE), out, KEY)
+    return out
+
+
+@pytest.mark.parametrize("layout", ["plain", "objects"])
+def test_a_bundle_with_chunk_hashes_reads_remotely_as_locally(
+    server: str, dirs: dict[str, Path], chunked: Path, layout: str
+) -> None:
+    """A remote reader fetches and hashes whole files (chunks.bin is not needed, nor
+    fetched, lazily); an eager fetch assembles a folder that is then read by chunks.
+    Both answer as the local folder does."""
+    from handbook.bundle.layout import CHUNKS
+    from handbook.bundle.ranged import ChunkedFile, Whole
+
+    files = files_of(chunked)
+    site = f"chunked-{layout}"
+    publish(site, with_objects(files) if layout == "objects" else files)
+    local = Library.open(chunked, [PUBLIC])
+    lazy = open_url(server, site, dirs)
+    assert lazy.search("compressor") == local.search("compressor")
+    assert lazy.get(DOC) == local.get(DOC)
+    assert isinstance(lazy.bundle.ranged(SEARCH), Whole) and CHUNKS not in asked(site)
+    eager = open_url(server, site, dirs, lazy=False)
+    assert isinstance(eager.bundle.ranged(SEARCH), ChunkedFile)
+    assert eager.search("compressor") == local.search("compressor")
+    assert eager.get(DOC) == local.get(DOC)

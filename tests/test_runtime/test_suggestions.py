@@ -152,3 +152,22 @@ def test_an_unknown_id_reads_neither_the_catalog_nor_its_entries(
     whole = Library.open(plant_floor_bundle, [PUBLIC])
     whole.bundle.catalog  # noqa: B018
     assert whole.get("device.acme.ac-2000") == answer
+
+
+def test_every_line_found_is_numbered_as_its_id() -> None:
+    """Lines are numbered by counting line breaks (no table of starts): ids that squeeze
+    to nothing, to the same line, or hold only punctuation keep every later id's number."""
+    rng = random.Random(7)
+    pieces = ["a", "b", "ab", "-", "--", "A-B", "a.b", "b_a", "é", ".", "ba"]
+    for _ in range(300):
+        ids = sorted({"".join(rng.choices(pieces, k=rng.randint(1, 3))) for _ in range(12)})
+        index = IdIndex(ids)
+        for needle, anchor in ((b"a", 0), (b"\nb", 1), (b"a\n", 0), (b"\nab\n", 1)):
+            found = list(index._find(needle, anchor, limit=len(ids)))
+            expected = [
+                n
+                for n, line in enumerate(suggestions.squeeze(i) for i in ids)
+                if needle in b"\n" + line + b"\n"
+            ]
+            assert [n for n, _ in found] == expected, (ids, needle)
+            assert all(line == suggestions.squeeze(ids[n]) for n, line in found)

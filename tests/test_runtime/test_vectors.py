@@ -59,3 +59,21 @@ def test_parsed_manifest_keeps_the_exact_signed_bytes() -> None:
     encoding of the parsed payload, byte for byte."""
     manifest = Manifest.from_bytes((VECTORS / "manifest.json").read_bytes())
     assert manifest.canonical_signed() == canonical.dumps(manifest.signed.to_dict())
+
+
+def test_committed_chunk_file_is_the_layout_the_spec_gives() -> None:
+    """chunks.bin, read as docs/spec/offsets.md writes it out, without the runtime."""
+    import hashlib
+    import struct
+
+    data = (VECTORS / "chunks.bin").read_bytes()
+    sample, size = generate.CHUNKED_SAMPLE, generate.CHUNK_SIZE
+    assert data[:8] == b"HBCHUNKS" and struct.unpack_from("<2I", data, 8) == (1, 1)
+    (length,) = struct.unpack_from("<I", data, 16)
+    assert data[20 : 20 + length] == b"search.bin"
+    total, whole, chunk = struct.unpack_from("<Q32sI", data, 20 + length)
+    assert (total, whole, chunk) == (len(sample), hashlib.sha256(sample).digest(), size)
+    digests = data[20 + length + 44 :]
+    parts = [sample[at : at + size] for at in range(0, len(sample), size)]
+    assert digests == b"".join(hashlib.sha256(p).digest() for p in parts)
+    assert len(parts) == 3 and len(parts[-1]) == 2500 - 2048

@@ -17,6 +17,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from handbook.bundle import canonical
+from handbook.bundle.chunks import ChunkHasher
+from handbook.bundle.chunks import dumps as chunk_file
 from handbook.bundle.manifest import FileEntry, Manifest, Signed
 from handbook.bundle.signing import MANIFEST_TAG, public_key_of, sign, signing_input
 
@@ -37,6 +39,19 @@ CANONICAL_CASES: list[tuple[str, object]] = [
     ("integers", [0, 1, -1, 2**53 - 1, -(2**53 - 1)]),
     ("literals and nesting", {"t": True, "f": False, "n": None, "l": [[], [{}], ""]}),
 ]
+
+
+CHUNKED_SAMPLE = (bytes(range(256)) * 10)[:2500]
+"""The file chunks.bin gives chunk hashes of (as search.bin): two 1 KiB chunks and a
+part one."""
+CHUNK_SIZE = 1024
+
+
+def chunks_vector() -> bytes:
+    """chunks.bin for `CHUNKED_SAMPLE` alone, in 1 KiB chunks."""
+    hasher = ChunkHasher(CHUNK_SIZE)
+    hasher.update(CHUNKED_SAMPLE)
+    return chunk_file({"search.bin": hasher.chunked()})
 
 
 def test_key() -> Ed25519PrivateKey:
@@ -82,6 +97,7 @@ def generate(out: Path) -> None:
     )
     manifest = Manifest(signed, (sign(key, MANIFEST_TAG, signed.to_dict()),))
     (out / "manifest.json").write_bytes(manifest.to_bytes())
+    (out / "chunks.bin").write_bytes(chunks_vector())
 
 
 if __name__ == "__main__":

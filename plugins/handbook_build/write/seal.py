@@ -32,7 +32,9 @@ from typing import BinaryIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.bundle.layout import MANIFEST, is_content
+from handbook.bundle.chunks import CHUNK_BYTES, CHUNKED_ABOVE, Chunked, ChunkHasher
+from handbook.bundle.chunks import dumps as chunk_file
+from handbook.bundle.layout import CHUNKS, MANIFEST, is_content
 from handbook.bundle.local import Bundle, open_bundle
 from handbook.bundle.manifest import FileEntry, Manifest, Signed, check_path
 from handbook.bundle.signing import MANIFEST_TAG, PublicKey, public_key_of, sign
@@ -42,12 +44,13 @@ from ..errors import PublishError
 
 
 class _HashingFile:
+    """A file being written, hashed whole and by chunks (`handbook.bundle.chunks`)."""
+
     def __init__(self, fh: BinaryIO) -> None:
-        self.fh, self.digest, self.size = fh, hashlib.sha256(), 0
+        self.fh, self.hasher = fh, ChunkHasher(CHUNK_BYTES)
 
     def write(self, data: bytes | memoryview) -> int:
-        self.digest.update(data)
-        self.size += len(data)
+        self.hasher.update(data)
         return self.fh.write(data)
 
     def flush(self) -> None:
@@ -61,6 +64,8 @@ class BundleWriter:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.files: dict[str, FileEntry] = {}
+        self.chunked: dict[str, Chunked] = {}
+        """The chunk hashes of every file written, for chunks.bin."""
         root.mkdir()
 
     def write(self, path: str, data: bytes) -> None:
@@ -77,7 +82,10 @@ class BundleWriter:
         with open(target, "xb") as fh:
             hashing = _HashingFile(fh)
             yield hashing
-        self.files[path] = FileEntry(hashing.digest.hexdigest(), hashing.size)
+        chunked = hashing.hasher.chunked()
+        self.files[path] = FileEntry(chunked.sha256, chunked.size)
+        if not is_content(path) and chunked.size > CHUNKED_ABOVE:
+            self.chunked[path] = chunked
 
     def seal(
         self,
@@ -92,7 +100,10 @@ class BundleWriter:
     ) -> Manifest:
         """Sign the list of written files and write the manifest, last. Content and
         resource files are left out: the catalog names each by its sha256 and gives its
-        size, so the manifest stays a handful of entries however many docs there are."""
+        size, so the manifest stays a handful of entries however many docs there are.
+        The large files' chunk hashes go into chunks.bin first, listed like the others."""
+        if self.chunked:
+            self.write(CHUNKS, chunk_file(self.chunked))
         signed = Signed(
             library=library,
             version=version,

@@ -18,6 +18,7 @@ from .catalog import Catalog, DocEntry, doc_from_dict, library_from_dict
 from .catalog_offsets import CatalogOffsets
 from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, addressed_sha
 from .manifest import FileEntry, Manifest, check_path
+from .ranged import Ranged
 
 
 class Entries:
@@ -26,7 +27,7 @@ class Entries:
     def __init__(
         self,
         offsets: CatalogOffsets,
-        catalog: bytes,
+        catalog: Ranged,
         manifest: Manifest,
         known: dict[str, FileEntry],
     ) -> None:
@@ -66,7 +67,7 @@ class Entries:
         return doc
 
 
-def _entry(catalog: bytes, start: int, end: int, what: str, parse: Any) -> Any:
+def _entry(catalog: Ranged, start: int, end: int, what: str, parse: Any) -> Any:
     """One object of catalog.json, parsed and typed (a FormatError naming both files
     when the offsets do not frame an entry of the right shape)."""
     try:

@@ -29,13 +29,30 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..errors import DownloadError, ExpiredError, FormatError, HashMismatchError, MissingFileError
+from ..errors import (
+    BundleError,
+    DownloadError,
+    ExpiredError,
+    FormatError,
+    HashMismatchError,
+    MissingFileError,
+)
 from . import review_offsets
 from .catalog import Catalog, DocEntry, LibraryInfo
 from .catalog_offsets import CatalogOffsets
+from .chunks import ChunkHashes
 from .entries import Entries, check_agreement
-from .layout import CATALOG, CATALOG_OFFSETS, CONTENT_DIR, MANIFEST, REVIEW_OFFSETS, addressed_sha
+from .layout import (
+    CATALOG,
+    CATALOG_OFFSETS,
+    CHUNKS,
+    CONTENT_DIR,
+    MANIFEST,
+    REVIEW_OFFSETS,
+    addressed_sha,
+)
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest, utc_seconds
+from .ranged import ChunkedFile, Ranged, Whole
 from .signing import PublicKey
 from .sources import FileSource
 from .tree import Tree, check_content, check_tree, hash_file, read
@@ -78,6 +95,8 @@ class Bundle:
         catalog is parsed."""
         self._whole = False
         """Set when catalog-offsets.bin describes another catalog.json: parse it whole."""
+        self._chunks: ChunkHashes | None = None
+        self._ranged: dict[str, Ranged] = {}
         self._lock = threading.Lock()
         self.integrity_error: str | None = None
         """The last file refused when read (hashed lazily), for `status` to report."""
@@ -108,6 +127,7 @@ class Bundle:
             self._catalog, self._entries = catalog, None
             with self._lock:
                 self._core.pop(CATALOG, None)  # kept for single entries; parsed now
+                self._ranged.pop(CATALOG, None)
         return self._catalog
 
     @property
@@ -162,7 +182,7 @@ class Bundle:
     def _lazy_entries(self) -> Entries | None:
         offsets = None if self._catalog is not None else self._offsets()
         if offsets is not None and self._entries is None:  # catalog.json verified whole
-            self._entries = Entries(offsets, self.read(CATALOG), self.manifest, self._known)
+            self._entries = Entries(offsets, self.ranged(CATALOG), self.manifest, self._known)
         return None if offsets is None else self._entries
 
     def entry(self, name: str) -> FileEntry | None:
@@ -185,6 +205,37 @@ class Bundle:
         is parsed): what `handbook verify`, packing and fetching go through."""
         self.catalog  # noqa: B018 - every entry vouches for its files
         return {**self.manifest.signed.files, **dict(sorted(self._known.items()))}
+
+    def ranged(self, name: str) -> Ranged:
+        """A listed file to read by ranges (`handbook.bundle.ranged`): one with chunk
+        hashes in a local bundle has each chunk verified when first needed; any other is
+        read and verified whole now."""
+        with self._lock:
+            found = self._ranged.get(name)
+        if found is not None:
+            return found
+        entry = self.manifest.signed.files.get(name)
+        if entry is None:
+            raise MissingFileError(f"{name}: not listed in the manifest")
+        chunked = None
+        if isinstance(self.source, Tree) and CHUNKS in self.manifest.signed.files:
+            if self._chunks is None:
+                self._chunks = ChunkHashes(self.read(CHUNKS), self.manifest.signed.files)
+            chunked = self._chunks.of(name, entry)
+        try:
+            made: Ranged = (
+                Whole(self.read(name))
+                if chunked is None or not isinstance(self.source, Tree)
+                else ChunkedFile(self.source, name, chunked, self._refused)
+            )
+        except (HashMismatchError, MissingFileError, FormatError) as exc:
+            self._refused(exc)
+            raise
+        with self._lock:
+            return self._ranged.setdefault(name, made)
+
+    def _refused(self, exc: BundleError) -> None:
+        self.integrity_error = str(exc)
 
     def read(self, name: str, keep: bool = True) -> bytes:
         """The verified bytes of a listed file, or of a content file a verified catalog
@@ -259,6 +310,7 @@ def open_bundle(
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
         check_offsets(bundle)
+        check_chunks(bundle, tree)
         if REVIEW_OFFSETS in manifest.signed.files:
             review_offsets.check(manifest, bundle.read(REVIEW_OFFSETS), bundle.read)
         content = {n: e for n, e in bundle.listing().items() if n not in manifest.signed.files}
@@ -280,12 +332,28 @@ def check_offsets(bundle: Bundle) -> None:
     offsets = CatalogOffsets(bundle.read(CATALOG_OFFSETS), listed.bytes)
     if offsets.catalog_sha256 != listed.sha256:
         return
-    entries = Entries(offsets, bundle.read(CATALOG, keep=False), bundle.manifest, {})
+    entries = Entries(offsets, Whole(bundle.read(CATALOG, keep=False)), bundle.manifest, {})
     for position, doc in enumerate(bundle.catalog.docs):
         if entries.doc(position) != doc:
             raise FormatError(
                 f"{CATALOG_OFFSETS}: entry {position} is not {CATALOG}'s doc {doc.id!r}"
             )
+
+
+def check_chunks(bundle: Bundle, tree: Tree) -> None:
+    """Check every chunk hash of chunks.bin, when the bundle has one, against the file it
+    describes (the files were hashed whole against the manifest already): a reader that
+    reads by chunks must accept exactly what one that hashes whole accepts."""
+    files = bundle.manifest.signed.files
+    if CHUNKS not in files:
+        return
+    hashes = ChunkHashes(bundle.read(CHUNKS), files)
+    for name in hashes.names:
+        chunked = hashes.of(name, files[name])
+        if chunked is not None:
+            checked = ChunkedFile(tree, name, chunked)
+            checked.verify_all()
+            checked.close()
 
 
 def check_expiry(manifest: Manifest, now: float | None = None) -> None:

@@ -39,6 +39,7 @@ from . import canonical
 from .catalog_offsets import _le, _read, _uint32s
 from .layout import REVIEW_OFFSETS, REVIEWS
 from .manifest import Manifest
+from .ranged import Ranged
 
 MAGIC = b"HBREVOFF"
 VERSION = 1
@@ -198,24 +199,26 @@ class ReviewOffsets:
         """The docs' keys and the artifacts' (for `handbook verify`)."""
         return self._reviews.keys, self._invalidations.keys
 
-    def head(self, reviews: bytes) -> tuple[Any, Any]:
+    def head(self, reviews: bytes | Ranged) -> tuple[Any, Any]:
         """The ``policy`` and ``reviewers`` values, parsed alone."""
         return (
             _framed(reviews, *self.policy, (b'{"policy":',), (b',"records":[',), "the policy"),
             _framed(reviews, *self.reviewers, (b'],"reviewers":',), (b"}\n",), "the reviewers"),
         )
 
-    def reviews_of(self, reviews: bytes, key: str) -> list[dict[str, Any]]:
+    def reviews_of(self, reviews: bytes | Ranged, key: str) -> list[dict[str, Any]]:
         """The JSON of the reviews of the doc `key` names (`doc_key`), each parsed alone
         and checked to be a review of that doc."""
         return self._group(reviews, self._reviews, key, REVIEW)
 
-    def invalidations_of(self, reviews: bytes, about: str) -> list[dict[str, Any]]:
+    def invalidations_of(self, reviews: bytes | Ranged, about: str) -> list[dict[str, Any]]:
         """The JSON of the invalidations of the artifact `about`, each checked as
         `reviews_of` checks reviews."""
         return self._group(reviews, self._invalidations, about, INVALIDATION)
 
-    def _group(self, reviews: bytes, table: _Table, key: str, kind: str) -> list[dict[str, Any]]:
+    def _group(
+        self, reviews: bytes | Ranged, table: _Table, key: str, kind: str
+    ) -> list[dict[str, Any]]:
         out = []
         for start, end in table.ranges(key, self.size):
             what = f"a {kind} of {key!r}"
@@ -253,7 +256,7 @@ def check(manifest: Manifest, offsets: bytes, read: Callable[..., bytes]) -> Non
 
 
 def _framed(
-    data: bytes,
+    data: bytes | Ranged,
     start: int,
     end: int,
     before: tuple[bytes, ...],

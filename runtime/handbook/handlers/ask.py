@@ -16,7 +16,6 @@ terms named, and no procedure is offered. `unavailable` when no verified library
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,6 +79,8 @@ def ask(
     """See the module docstring. Only passages of `sources` are quoted (any when None).
     A `correlation_id` keeps to the actor values' grammar (`handbook.access.actor.id_problem`):
     it is echoed and logged, so anything else is refused (`bad_arguments`)."""
+    import uuid  # on the first question: a process that only searches never loads it
+
     names = ", ".join(f"{snap.name} {snap.version}" for snap in libraries)
     bad_id = None if correlation_id is None else id_problem(correlation_id, "correlation_id")
     base: AskAnswer = {

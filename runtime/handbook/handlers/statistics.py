@@ -26,7 +26,6 @@ from collections.abc import Iterable
 
 from ..answers import PublishStatus, StatisticsRow
 from ..bundle.locations import is_url
-from ..bundle.publish_report import ReportError, applies, read_report
 from .snapshot import Snapshot
 
 VERIFIED, REPORTED, NOT_REPORTED = "verified", "reported", "not_reported"
@@ -93,6 +92,8 @@ def publish_status(
     that is missing, malformed or about another library is `not_reported`."""
     if path is None:
         return {"statistics_state": NOT_REPORTED}
+    from ..bundle.publish_report import ReportError, applies, read_report  # status only
+
     try:
         report = read_report(path)
     except ReportError as exc:

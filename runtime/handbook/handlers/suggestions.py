@@ -21,10 +21,7 @@ bytes for each anchor, and at most twice `CANDIDATES` similarities.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import accumulate, repeat
-from operator import add
 
 MAX_WANTED = 200
 """Characters of a wanted id looked at (after stripping): a 10,000-character id costs as
@@ -46,7 +43,10 @@ def squeeze(text: str) -> bytes:
 
 
 class IdIndex:
-    """The squeezed ids of one bundle, a line each, and where each line starts."""
+    """The squeezed ids of one bundle, a line each. Built with two passes in C (a join
+    and a squeeze) and no per-id work: a fresh process's first unknown id pays for it.
+    A line found by a search is numbered by counting the line breaks before it, from
+    the previous one found, so no table of line starts is made."""
 
     def __init__(self, ids: Sequence[str]) -> None:
         self.ids = ids
@@ -54,9 +54,6 @@ class IdIndex:
         if joined.count("\n") != max(0, len(ids) - 1):  # an id holding a line break
             joined = "\n".join(i.replace("\n", " ") for i in ids)
         self.text = b"\n" + squeeze(joined) + b"\n"
-        lines = self.text[1:-1].split(b"\n") if ids else []
-        self.starts = list(accumulate(map(add, map(len, lines), repeat(1)), initial=1))
-        """Where line n (id n) starts in `text`."""
 
     def suggest(self, wanted: str) -> list[str]:
         """Ids close to `wanted`, the same ones first, then the closest, then those that
@@ -64,24 +61,20 @@ class IdIndex:
         key = squeeze(wanted.strip()[:MAX_WANTED]).replace(b"\n", b"")
         if not key or not self.ids:
             return []
-        same = [self.ids[n] for n in self._find(b"\n" + key + b"\n", 1)]
-        containing = [self.ids[n] for n in self._find(key, 0, LIMIT)]
-        candidates = dict.fromkeys(self._anchored(key, start=True))
-        candidates.update(dict.fromkeys(self._anchored(key, start=False)))
-        order = list(candidates)
-        lines = [self._line(n) for n in order]
+        same = [self.ids[n] for n, _ in self._find(b"\n" + key + b"\n", 1)]
+        containing = [self.ids[n] for n, _ in self._find(key, 0, LIMIT)]
+        candidates = dict(self._anchored(key, start=True))
+        candidates.update(self._anchored(key, start=False))
+        order, lines = list(candidates), list(candidates.values())
         close = [self.ids[order[n]] for n in _closest(key, lines)]
-        held = [self.ids[n] for n, line in zip(order, lines, strict=True) if line in key]
+        held = [self.ids[n] for n, line in candidates.items() if line in key]
         return list(dict.fromkeys([*same, *close, *containing, *held]))[:LIMIT]
 
-    def _line(self, n: int) -> bytes:
-        return self.text[self.starts[n] : self.starts[n + 1] - 1]
-
-    def _anchored(self, key: bytes, start: bool) -> list[int]:
-        """Ids that start (or end) like `key`: those sharing the longest start (end) of it
-        any id has, or up to `SLACK` characters less while they are few (`pressurev2`
-        shares one more with `pressure-valve` than with `pressure`), the closest in
-        length first."""
+    def _anchored(self, key: bytes, start: bool) -> list[tuple[int, bytes]]:
+        """Ids (number, squeezed line) that start (or end) like `key`: those sharing the
+        longest start (end) of it any id has, or up to `SLACK` characters less while
+        they are few (`pressurev2` shares one more with `pressure-valve` than with
+        `pressure`), the closest in length first."""
         low, high = 0, len(key)  # the longest shared length lies in [low, high]
         while low < high:
             mid = (low + high + 1) // 2
@@ -92,33 +85,36 @@ class IdIndex:
         shortest = min(MIN_ANCHOR, len(key))
         if low < shortest:
             return []
-        found: dict[int, None] = {}
+        found: dict[int, bytes] = {}
         for length in range(low, max(shortest, low - SLACK) - 1, -1):
             if len(found) >= CANDIDATES:
                 break
             needle = self._part(key, length, start)
-            found.update(dict.fromkeys(self._find(needle, 1 if start else 0, POOL)))
-        starts = self.starts
-        by_length = sorted(found, key=lambda n: abs(starts[n + 1] - starts[n] - 1 - len(key)))
+            found.update(self._find(needle, 1 if start else 0, POOL))
+        by_length = sorted(found.items(), key=lambda item: abs(len(item[1]) - len(key)))
         return by_length[:CANDIDATES]
 
     @staticmethod
     def _part(key: bytes, length: int, start: bool) -> bytes:
         return b"\n" + key[:length] if start else key[len(key) - length :] + b"\n"
 
-    def _find(self, needle: bytes, anchor: int, limit: int = LIMIT) -> Iterator[int]:
-        """The lines (ids) `needle` occurs in, in order, at most `limit` of them; `anchor`
-        is 1 for a needle that starts with the newline before its line, else 0."""
-        at, found, last = 0, 0, -1
+    def _find(self, needle: bytes, anchor: int, limit: int = LIMIT) -> Iterator[tuple[int, bytes]]:
+        """The lines (id number, squeezed id) `needle` occurs in, in order, at most
+        `limit` of them; `anchor` is 1 for a needle that starts with the line break
+        before its line, else 0."""
+        text = self.text
+        at, found, last, line, counted = 0, 0, -1, -1, 0
         while found < limit:
-            at = self.text.find(needle, at)
+            at = text.find(needle, at)
             if at < 0:
                 return
-            line = bisect_right(self.starts, at + anchor) - 1
+            begin = text.rfind(b"\n", 0, at + anchor + 1)  # the break that opens the line
+            line += text.count(b"\n", counted, begin + 1)
+            counted = begin + 1
             at += 1
             if line != last and 0 <= line < len(self.ids):
                 found, last = found + 1, line
-                yield line
+                yield line, text[begin + 1 : text.find(b"\n", begin + 1)]
 
 
 def _closest(key: bytes, candidates: Sequence[bytes]) -> list[int]:

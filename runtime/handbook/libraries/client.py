@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -166,7 +165,7 @@ class RemoteLibrary:
                 "sources": [],
                 "library": None,
                 "version": None,
-                "correlation_id": correlation_id or uuid.uuid4().hex,
+                "correlation_id": correlation_id or _new_id(),
                 "error": error,
             }
         return answer
@@ -262,3 +261,11 @@ def _as_json(value: Any) -> Any:
 
 def _unavailable(message: str) -> dict[str, Any]:
     return {"error": {"code": "unavailable", "message": message}}
+
+
+def _new_id() -> str:
+    """A random correlation id; uuid (and the platform module it loads) is imported on
+    the first call, not by every process that imports the package."""
+    import uuid
+
+    return uuid.uuid4().hex

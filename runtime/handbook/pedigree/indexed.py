@@ -17,6 +17,7 @@ from typing import Any
 
 from ..bundle.layout import REVIEW_OFFSETS, REVIEWS
 from ..bundle.local import Bundle
+from ..bundle.ranged import Ranged
 from ..bundle.review_offsets import ReviewOffsets, doc_key, refuse
 from ..errors import FormatError
 from .derived import Ledger, head_of, ledger_of
@@ -32,7 +33,7 @@ def open_ledger(bundle: Bundle) -> Ledger | None:
     if REVIEW_OFFSETS in files:
         offsets = ReviewOffsets(bundle.read(REVIEW_OFFSETS), files[REVIEWS].bytes)
         if offsets.reviews_sha256 == files[REVIEWS].sha256:
-            return IndexedLedger(offsets, bundle.read(REVIEWS))
+            return IndexedLedger(offsets, bundle.ranged(REVIEWS))
     return ledger_of(json.loads(bundle.read(REVIEWS)))
 
 
@@ -40,7 +41,7 @@ class IndexedLedger(Ledger):
     """A ledger whose records are parsed per doc and per artifact when first asked for,
     and kept."""
 
-    def __init__(self, offsets: ReviewOffsets, reviews: bytes) -> None:
+    def __init__(self, offsets: ReviewOffsets, reviews: Ranged) -> None:
         try:
             reviewers, policy = head_of(*offsets.head(reviews))
         except (ValueError, TypeError) as exc:

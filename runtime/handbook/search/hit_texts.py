@@ -16,7 +16,7 @@ before: the excerpt comes from the content file.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..bundle.layout import SEARCH
 from ..errors import FormatError
@@ -54,17 +54,24 @@ def compressed(texts: Iterable[bytes], zdict: bytes) -> list[bytes]:
 class HitTexts:
     """The stored excerpt texts of a search file, decompressed one at a time on demand."""
 
-    def __init__(self, blob: memoryview, offsets: memoryview, zdict: memoryview) -> None:
+    def __init__(
+        self,
+        blob: memoryview,
+        offsets: memoryview,
+        zdict: memoryview,
+        need: Callable[[int, int], None] = lambda start, end: None,
+    ) -> None:
         if len(zdict) > DICT_BYTES:
             raise ValueError("entry_text_dict is longer than deflate's window")
-        previous = 0
-        for offset in offsets:  # where each text starts: ascending, inside the blob
-            if offset < previous:
-                raise ValueError("entry_text_offsets go backwards")
-            previous = offset
-        if not offsets or offsets[0] != 0 or previous != len(blob):
+        starts = offsets.tolist()  # where each text starts: ascending, inside the blob
+        if starts != sorted(starts):  # compared in C: 46,000 offsets at 10,000 docs
+            raise ValueError("entry_text_offsets go backwards")
+        if not starts or starts[0] != 0 or starts[-1] != len(blob):
             raise ValueError("entry_text_offsets do not span entry_text")
         self.blob, self.offsets, self.zdict = blob, offsets, bytes(zdict)
+        self.need = need
+        """Verifies a range of `blob` before it is read (the file's chunks; a no-op when
+        the file was verified whole)."""
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -72,7 +79,9 @@ class HitTexts:
     def __getitem__(self, entry: int) -> str:
         """Entry `entry`'s text; FormatError naming the search file when it does not
         inflate to UTF-8 (the file was verified, so it was built or signed wrong)."""
-        packed = self.blob[self.offsets[entry] : self.offsets[entry + 1]]
+        start, end = self.offsets[entry], self.offsets[entry + 1]
+        self.need(start, end)
+        packed = self.blob[start:end]
         try:
             unpacker = zlib.decompressobj(-15, zdict=self.zdict)
             data = unpacker.decompress(packed)

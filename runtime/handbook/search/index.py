@@ -23,11 +23,13 @@ import heapq
 import itertools
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Container, Sequence, Sized
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..bundle.layout import SEARCH
+from ..bundle.ranged import Ranged, Whole
 from ..errors import FormatError
 from . import top_k
 from .file_format import MAGIC, RESOURCE, VERSION
@@ -37,6 +39,10 @@ from .postings import Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
 
+LAZY_ARRAYS = ("post_entry", "post_score", "entry_text")
+"""The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
+the excerpt texts), with their ``resource_`` twins: most of the file at any size. Every
+other array is verified whole when the index is opened."""
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 STRING_TABLES = ("terms", "entry_title", "entry_anchor", "doc_id", "doc_title")
@@ -52,11 +58,16 @@ class Hit(NamedTuple):
 class SearchIndex:
     """Read-only view over a verified ``search.bin``."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes | Ranged) -> None:
+        self.file = Whole(data) if isinstance(data, bytes) else data
+        """The verified file; its large arrays are verified by the ranges read
+        (`LAZY_ARRAYS`), every other one when the index is opened."""
+        self.file.need(0, 16)
         if data[:8] != MAGIC or int.from_bytes(data[8:12], "little") != VERSION:
             raise FormatError(f"{SEARCH}: not a version {VERSION} search file")
         try:
-            self._load(data)
+            self.file.need(16, 16 + int.from_bytes(data[12:16], "little"))
+            self._load(cast(bytes, self.file.buffer))  # bytes, or a map of verified chunks
         except (
             ValueError,
             KeyError,
@@ -70,6 +81,7 @@ class SearchIndex:
 
     def _load(self, data: bytes) -> None:
         header, self._arrays = read_arrays(data)
+        self._spans = _verify_arrays(self.file, header)
         self.fields: list[str] = list(header["fields"])
         if not all(isinstance(f, str) for f in self.fields):
             raise TypeError("fields must be names")
@@ -93,7 +105,13 @@ class SearchIndex:
         """Each doc entry's excerpt text (`handbook.search.hit_texts`), in files built
         with them; None: excerpts are cut from the content files."""
         if "entry_text" in a:
-            self.texts = HitTexts(a["entry_text"], a["entry_text_offsets"], a["entry_text_dict"])
+            at = self._spans["entry_text"][0]
+            self.texts = HitTexts(
+                a["entry_text"],
+                a["entry_text_offsets"],
+                a["entry_text_dict"],
+                lambda start, end: self.file.need(at + start, at + end),
+            )
             if len(self.texts) != len(self.entry_doc):
                 raise ValueError("entry_text does not have one text per entry")
         self.doc_retired: memoryview | None = a.get("doc_retired")
@@ -140,6 +158,24 @@ class SearchIndex:
         if not len(titles) == len(anchors) == entries:
             raise ValueError("the subsection arrays do not agree with the entries")
         return True
+
+    def need_postings(self, group: int, start: int, stop: int) -> None:
+        """Verify postings `start` to `stop` of group `group` (entries and scores) before
+        they are read: a query reads its terms' posting lists, not the whole file."""
+        prefix = RESOURCE if group else ""
+        for name in (f"{prefix}post_entry", f"{prefix}post_score"):
+            at, size = self._spans[name]
+            self.file.need(at + start * size, at + stop * size)
+
+    def _need_terms(self, terms: Sequence[int], fields: Sequence[int]) -> None:
+        """Verify the posting lists of `terms` in `fields`, in every group."""
+        nfields = len(self.fields)
+        for g, group in enumerate(self.groups):
+            for term in terms:
+                for f in fields:
+                    start, stop = group.span(term, f, nfields)
+                    if stop > start:
+                        self.need_postings(g, start, stop)
 
     def strings(self, name: str) -> Strings:
         return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
@@ -227,6 +263,7 @@ class SearchIndex:
         for clause in clauses:
             expanded = self.expand(clause)
             fields = [field_no[f] for f in clause.fields if f in field_no]
+            self._need_terms(expanded, fields)
             if clause.presence == "prohibited":
                 prohibited |= entries_with(self.groups, nfields, expanded, fields)
                 continue
@@ -284,3 +321,18 @@ class SearchIndex:
         order = first_met(self.groups, len(self.fields), plan.encounter, tied)
         best = sorted(chosen, key=lambda e: (-scores[e], order.get(e, (0, e))))[:limit]
         return count, [Hit(e, scores[e], plan.words) for e in best]
+
+
+def _verify_arrays(file: Ranged, header: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Verify every array of the search file but the `LAZY_ARRAYS`; (where each of those
+    starts in the file, its item size), for the ranges read later."""
+    base = 16 + int.from_bytes(file[12:16], "little")
+    lazy = {*LAZY_ARRAYS, *(RESOURCE + name for name in LAZY_ARRAYS)}
+    spans = {}
+    for name, (offset, count, typecode) in header["arrays"].items():
+        size = array(typecode).itemsize
+        if name in lazy:
+            spans[name] = (base + offset, size)
+        else:
+            file.need(base + offset, base + offset + count * size)
+    return spans

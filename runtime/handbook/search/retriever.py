@@ -160,7 +160,7 @@ def open_retriever(bundle: Bundle) -> LexicalRetriever:
         raise BundleError(
             f"{SEARCH}: missing from the manifest; rebuild the bundle with this version of Handbook"
         )
-    return LexicalRetriever(SearchIndex(bundle.read(SEARCH)))
+    return LexicalRetriever(SearchIndex(bundle.ranged(SEARCH)))
 
 
 def _deepest(index: SearchIndex, group: str) -> tuple[Strings, Strings]:
