@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import importlib.util
 import itertools
 import math
+import os
 import re
 from collections import Counter
 from collections.abc import Container, Sequence, Sized
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..bundle.layout import SEARCH
 from ..errors import FormatError
@@ -37,6 +39,18 @@ from .postings import Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
 
+if TYPE_CHECKING:
+    from .array_scoring import ArrayPostings
+
+PURE_SEARCH = "HANDBOOK_PURE_SEARCH"
+"""Set to 1, this environment variable keeps searches in pure Python with numpy installed."""
+ARRAYS = os.environ.get(PURE_SEARCH, "") != "1" and importlib.util.find_spec("numpy") is not None
+"""Whether large queries are summed over numpy arrays (`handbook.search.array_scoring`,
+the `fast` extra): decided once, at import, without importing numpy. Both paths answer
+the same hits, order and floats."""
+ARRAY_POSTINGS = 200
+"""Queries reading fewer postings are summed in Python, and do not import numpy: below
+this, numpy's cost per call outweighs its speed per posting (msdocs-10k's bench queries)."""
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 STRING_TABLES = ("terms", "entry_title", "entry_anchor", "doc_id", "doc_title")
@@ -83,6 +97,7 @@ class SearchIndex:
         )
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
+        self._array_postings: ArrayPostings | None = None
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
         self.groups = [read_group(a, "", len(self.term_table), len(self.fields))]
@@ -251,6 +266,17 @@ class SearchIndex:
                         lists.append(PostingList(f, g, number, start, stop, weight, magnitude))
         return Plan(lists, required, prohibited, frozenset(words), list(encounter))
 
+    def _array_scorer(self, plan: Plan) -> ArrayPostings | None:
+        """The numpy view of the postings when the query reads enough of them to gain
+        from it (numpy is imported then, on the first such query), else None."""
+        if not ARRAYS or sum(x.stop - x.start for x in plan.lists) < ARRAY_POSTINGS:
+            return None
+        if self._array_postings is None:
+            from . import array_scoring  # numpy: only once a query is large enough
+
+            self._array_postings = array_scoring.ArrayPostings(self)
+        return self._array_postings
+
     def search(
         self,
         clauses: Sequence[Clause],
@@ -261,12 +287,16 @@ class SearchIndex:
         descending; equal scores in the order lunr first meets the entries. With `docs`,
         only entries of those docs (catalog positions) count.
 
-        The best ones come from the heads of the posting lists when those prove them
-        (`handbook.search.top_k`); otherwise every posting is scored. Either way the hits,
-        their order and their scores are the same."""
+        A large query is summed over numpy arrays when numpy is installed
+        (`handbook.search.array_scoring`); otherwise the best ones come from the heads of
+        the posting lists when those prove them (`handbook.search.top_k`), or every
+        posting is scored. Every way gives the same hits, order and scores."""
         plan = self._plan(clauses)
-        top = top_k.top(self, plan, limit, docs) if limit else None
-        if top is not None:
+        arrays = self._array_scorer(plan)
+        top = top_k.top(self, plan, limit, docs) if limit and arrays is None else None
+        if arrays is not None:
+            count, scores = arrays.best(plan, limit, docs)
+        elif top is not None:
             count, scores = top
         else:
             scores = exhaustive(self.groups, plan)
