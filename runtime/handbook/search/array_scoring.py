@@ -91,9 +91,9 @@ class ArrayPostings:
         try:
             every = self._sum(plan.lists, buffers)
             matched = self._matched(every, plan, docs, buffers)
+            values = buffers.scores[matched]  # a copy: the buffers go back to the pool
         finally:
             self._free.append(buffers)
-        values = buffers.scores[matched]
         count = len(matched)
         if limit is not None and 0 < limit < count:
             cutoff = np.partition(values, count - limit)[count - limit]

@@ -25,8 +25,10 @@ import itertools
 import math
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Container, Sequence, Sized
+from types import ModuleType
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..bundle.layout import SEARCH
@@ -51,6 +53,34 @@ the same hits, order and floats."""
 ARRAY_POSTINGS = 200
 """Queries reading fewer postings are summed in Python, and do not import numpy: below
 this, numpy's cost per call outweighs its speed per posting (msdocs-10k's bench queries)."""
+_array_module: ModuleType | None = None
+_loader: threading.Thread | None = None
+_loading = threading.Lock()
+
+
+def load_arrays(wait: bool = True) -> ModuleType | None:
+    """`handbook.search.array_scoring` (numpy with it) once imported. With `wait`, it is
+    imported now. Without, a background thread imports it and this answers None until
+    it is done: the query that asked is summed in Python meanwhile, so the first large
+    query of a fresh process does not wait ~100 ms for numpy. A numpy that fails to
+    import leaves every search in Python."""
+    global _array_module, _loader
+    if _array_module is not None or not ARRAYS:
+        return _array_module
+    if wait:
+        try:
+            from . import array_scoring
+        except ImportError:
+            return None
+        _array_module = array_scoring
+        return _array_module
+    with _loading:
+        if _loader is None:
+            _loader = threading.Thread(target=load_arrays, name="handbook-numpy", daemon=True)
+            _loader.start()
+    return None
+
+
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 STRING_TABLES = ("terms", "entry_title", "entry_anchor", "doc_id", "doc_title")
@@ -268,12 +298,13 @@ class SearchIndex:
 
     def _array_scorer(self, plan: Plan) -> ArrayPostings | None:
         """The numpy view of the postings when the query reads enough of them to gain
-        from it (numpy is imported then, on the first such query), else None."""
+        from it and numpy is imported (`load_arrays`), else None."""
         if not ARRAYS or sum(x.stop - x.start for x in plan.lists) < ARRAY_POSTINGS:
             return None
         if self._array_postings is None:
-            from . import array_scoring  # numpy: only once a query is large enough
-
+            array_scoring = load_arrays(wait=False)
+            if array_scoring is None:
+                return None  # numpy is being imported: this query is summed in Python
             self._array_postings = array_scoring.ArrayPostings(self)
         return self._array_postings
 
