@@ -40,6 +40,7 @@ if os.environ.get("HANDBOOK_TEST_ARRAYS") == "1":  # every search over numpy arr
     import handbook.search.index
 
     handbook.search.index.ARRAY_POSTINGS = 0
+    handbook.search.index.load_arrays()  # now, not in the background on the first query
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 """Real data nobody here wrote, beside the clone (read-only: tests work on copies). CI

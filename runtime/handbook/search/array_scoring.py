@@ -16,8 +16,10 @@ product is divided by the query vector's length when that is not 1, then added t
 entry's score, field after field. Entries no list holds are never read.
 
 Importing this module imports numpy (about 100 ms): `handbook.search.index` imports it
-only for a query that reads `ARRAY_POSTINGS` postings or more, so a small query, and a
-process that only asks small ones, never pays for it.
+in a background thread from the second query that reads `ARRAY_POSTINGS` postings or
+more, and sums in Python until it is there. Small queries, and a process that asks one
+large one, never import numpy. Each concurrent search takes its own work arrays (about
+25 bytes per entry) from a pool.
 """
 
 from __future__ import annotations

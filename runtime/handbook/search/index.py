@@ -128,6 +128,7 @@ class SearchIndex:
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
         self._array_postings: ArrayPostings | None = None
+        self._large_queries = 0
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
         self.groups = [read_group(a, "", len(self.term_table), len(self.fields))]
@@ -298,10 +299,15 @@ class SearchIndex:
 
     def _array_scorer(self, plan: Plan) -> ArrayPostings | None:
         """The numpy view of the postings when the query reads enough of them to gain
-        from it and numpy is imported (`load_arrays`), else None."""
+        from it and numpy is imported, else None. The second such query starts the
+        import (`load_arrays`): the first answer of a fresh process never waits for it
+        nor shares the interpreter with it."""
         if not ARRAYS or sum(x.stop - x.start for x in plan.lists) < ARRAY_POSTINGS:
             return None
         if self._array_postings is None:
+            self._large_queries += 1
+            if self._large_queries == 1 and _array_module is None:
+                return None  # a process that asks one large query never imports numpy
             array_scoring = load_arrays(wait=False)
             if array_scoring is None:
                 return None  # numpy is being imported: this query is summed in Python
