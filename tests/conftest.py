@@ -35,6 +35,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # own, never the user's, so no test depends on what an earlier run left there.
 os.environ["HANDBOOK_CACHE_DIR"] = _CACHE = tempfile.mkdtemp(prefix="handbook-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+if os.environ.get("HANDBOOK_TEST_ARRAYS") == "1":  # every search over numpy arrays, however
+    # small (`handbook.search.array_scoring`): runs the ranking tests on that path
+    import handbook.search.index
+
+    handbook.search.index.ARRAY_POSTINGS = 0
+    handbook.search.index.load_arrays()  # now, not in the background on the first query
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 """Real data nobody here wrote, beside the clone (read-only: tests work on copies). CI

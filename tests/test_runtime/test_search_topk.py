@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import KEY, REAL_SITES, shared_data
 
+import handbook.search.index as search_index
 import handbook.search.top_k as top_k
 from handbook import FormatError
 from handbook.search import file_format as fmt
@@ -51,6 +52,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mp.setattr(fmt, "HEAD", 8)
         build(load_config(root / "mkdocs.yml"), root / "bundle", KEY)
     return root / "bundle" / "search.bin"
+
+
+@pytest.fixture(autouse=True)
+def pure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The top-k path is the pure-Python one: numpy's (`handbook.search.array_scoring`)
+    would answer large queries before it (`test_search_arrays.py` compares them)."""
+    monkeypatch.setattr(search_index, "ARRAYS", False)
 
 
 @pytest.fixture

@@ -27,8 +27,11 @@ def page_of_hits(
     says how the query was shortened, if it was (`handbook.search.query_terms`)."""
     envelope = {"count": count, "returned": len(hits), "offset": offset, "next_offset": count}
     room = max_chars - json_len(envelope) - json_len(note) - len(hint) - ENVELOPE_CHARS
-    hits = shrink_excerpts(hits, room)
-    kept = fit_items(hits, len(hits), room)
+    if json_len(hits) <= room:  # the common case, all as they are: encoded once
+        kept = hits
+    else:
+        hits = shrink_excerpts(hits, room)
+        kept = fit_items(hits, len(hits), room)
     out: SearchAnswer = {"count": count, "hits": kept, "truncated": len(kept) < len(hits)}
     out["returned"] = len(kept)
     if offset:

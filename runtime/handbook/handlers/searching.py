@@ -70,7 +70,9 @@ def search_passages(
     found.sort(key=lambda f: _order(f[0], f[1], qualified))
     page = [_rendered(snap, hit, qualified) for snap, hit in found[start : start + checked]]
     hint = "" if page or total else NO_MATCH_HINT
-    note = " ".join(n for n in (syntax_note(parse(query)), fitted.note) if n)
+    # an unshortened query's clauses are those it was parsed to: not parsed again
+    parsed = parse(query) if fitted.note else fitted.clauses
+    note = " ".join(n for n in (syntax_note(parsed), fitted.note) if n)
     return page_of_hits(page, total, start, hint, max_chars, note)
 
 

@@ -26,12 +26,13 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Container, Sequence, Sized
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..bundle.layout import SEARCH
 from ..bundle.ranged import Ranged, Whole
 from ..errors import FormatError
-from . import top_k
+from . import array_loading, top_k
+from .array_loading import ARRAYS, load_arrays
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
 from .hit_texts import HitTexts
@@ -43,6 +44,13 @@ LAZY_ARRAYS = ("post_entry", "post_score", "entry_text")
 """The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
 the excerpt texts), with their ``resource_`` twins: most of the file at any size. Every
 other array is verified whole when the index is opened."""
+
+if TYPE_CHECKING:
+    from .array_scoring import ArrayPostings
+
+ARRAY_POSTINGS = 200
+"""Queries reading fewer postings are summed in Python, and do not import numpy: below
+this, numpy's cost per call outweighs its speed per posting (msdocs-10k's bench queries)."""
 MAX_EXPANSIONS = 1000
 """Terms one wildcard or fuzzy word may expand to; beyond, the first ones in order."""
 STRING_TABLES = ("terms", "entry_title", "entry_anchor", "doc_id", "doc_title")
@@ -95,6 +103,8 @@ class SearchIndex:
         )
         self.doc_content = a["doc_content"]
         self._terms: list[str] | None = None
+        self._array_postings: ArrayPostings | None = None
+        self._large_queries = 0
         for table in STRING_TABLES:  # present, whatever is asked first
             self.strings(table)
         self.groups = [read_group(a, "", len(self.term_table), len(self.fields))]
@@ -288,6 +298,23 @@ class SearchIndex:
                         lists.append(PostingList(f, g, number, start, stop, weight, magnitude))
         return Plan(lists, required, prohibited, frozenset(words), list(encounter))
 
+    def _array_scorer(self, plan: Plan) -> ArrayPostings | None:
+        """The numpy view of the postings when the query reads enough of them to gain
+        from it and numpy is imported, else None. The second such query starts the
+        import (`load_arrays`): the first answer of a fresh process never waits for it
+        nor shares the interpreter with it."""
+        if not ARRAYS or sum(x.stop - x.start for x in plan.lists) < ARRAY_POSTINGS:
+            return None
+        if self._array_postings is None:
+            self._large_queries += 1
+            if self._large_queries == 1 and array_loading.imported() is None:
+                return None  # a process that asks one large query never imports numpy
+            array_scoring = load_arrays(wait=False)
+            if array_scoring is None:
+                return None  # numpy is being imported: this query is summed in Python
+            self._array_postings = array_scoring.ArrayPostings(self)
+        return self._array_postings
+
     def search(
         self,
         clauses: Sequence[Clause],
@@ -298,12 +325,16 @@ class SearchIndex:
         descending; equal scores in the order lunr first meets the entries. With `docs`,
         only entries of those docs (catalog positions) count.
 
-        The best ones come from the heads of the posting lists when those prove them
-        (`handbook.search.top_k`); otherwise every posting is scored. Either way the hits,
-        their order and their scores are the same."""
+        A large query is summed over numpy arrays when numpy is installed
+        (`handbook.search.array_scoring`); otherwise the best ones come from the heads of
+        the posting lists when those prove them (`handbook.search.top_k`), or every
+        posting is scored. Every way gives the same hits, order and scores."""
         plan = self._plan(clauses)
-        top = top_k.top(self, plan, limit, docs) if limit else None
-        if top is not None:
+        arrays = self._array_scorer(plan)
+        top = top_k.top(self, plan, limit, docs) if limit and arrays is None else None
+        if arrays is not None:
+            count, scores = arrays.best(plan, limit, docs)
+        elif top is not None:
             count, scores = top
         else:
             scores = exhaustive(self.groups, plan)

@@ -52,7 +52,7 @@ class Strings:
         self.blob, self.offsets = blob, offsets
 
     def __getitem__(self, i: int) -> str:
-        return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]]).decode("utf-8")
+        return str(self.blob[self.offsets[i] : self.offsets[i + 1]], "utf-8")  # no copy
 
     def raw(self, i: int) -> bytes:
         return bytes(self.blob[self.offsets[i] : self.offsets[i + 1]])
