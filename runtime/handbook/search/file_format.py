@@ -29,9 +29,12 @@ The header names each array with its byte offset, item count and type (``I`` uin
                           ``##`` section that holds the entry)
 ``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
-``entry_text``            per doc entry, the text its excerpt is cut from, raw deflate
-``entry_text_offsets``    against ``entry_text_dict`` (offsets: uint32, one final);
-``entry_text_dict``       added within version 1 (`handbook.search.hit_texts`)
+``excerpt_text``          each distinct text an excerpt is cut from, raw deflate against
+``excerpt_text_offsets``  ``excerpt_text_dict`` (offsets: uint32, one final), and per
+``excerpt_text_dict``     doc entry the number of its text (`handbook.search.hit_texts`);
+``entry_excerpt``         added within version 1, as ``entry_text``, ``entry_text_offsets``
+                          and ``entry_text_dict`` (one text per entry), which are read
+                          but no longer written
 ``doc_retired``           per doc, 1 when it is retired, else 0 (added within version 1)
 ``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
                           postings, ascending
@@ -285,15 +288,20 @@ def _attached_into(
 
 
 def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: Sequence[bytes]) -> None:
-    """``entry_text`` (each text deflated against ``entry_text_dict``) and its offsets."""
-    zdict = hit_texts.dictionary(texts)
-    packed = hit_texts.compressed(texts, zdict)
-    arrays["entry_text_dict"] = ("B", zdict)
-    arrays["entry_text"] = ("B", b"".join(packed))
+    """``excerpt_text`` (each distinct text deflated against ``excerpt_text_dict``), its
+    offsets, and ``entry_excerpt``: per entry, the number of its text."""
+    numbers: dict[bytes, int] = {}
+    of = array("I", [numbers.setdefault(text, len(numbers)) for text in texts])
+    distinct = list(numbers)
+    zdict = hit_texts.dictionary(distinct)
+    packed = hit_texts.compressed(distinct, zdict)
+    arrays["excerpt_text_dict"] = ("B", zdict)
+    arrays["excerpt_text"] = ("B", b"".join(packed))
     offsets = array("I", [0])
     for item in packed:
         offsets.append(offsets[-1] + len(item))
-    arrays["entry_text_offsets"] = ("I", offsets)
+    arrays["excerpt_text_offsets"] = ("I", offsets)
+    arrays["entry_excerpt"] = ("I", of)
 
 
 def _strings_into(

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from ..bundle.layout import SEARCH
 from ..errors import FormatError
-from . import top_k
+from . import hit_texts, top_k
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
 from .hit_texts import HitTexts
@@ -89,13 +89,9 @@ class SearchIndex:
         self.subsections = self._subsections("", len(self.entry_doc))
         """Whether the docs' entries name the subsection (``###`` or deeper) whose text
         they are (``entry_sub_title``, ``entry_sub_anchor``)."""
-        self.texts: HitTexts | None = None
+        self.texts: HitTexts | None = hit_texts.read(a, len(self.entry_doc))
         """Each doc entry's excerpt text (`handbook.search.hit_texts`), in files built
         with them; None: excerpts are cut from the content files."""
-        if "entry_text" in a:
-            self.texts = HitTexts(a["entry_text"], a["entry_text_offsets"], a["entry_text_dict"])
-            if len(self.texts) != len(self.entry_doc):
-                raise ValueError("entry_text does not have one text per entry")
         self.doc_retired: memoryview | None = a.get("doc_retired")
         """Per doc, 1 when it is retired (None in files written before it): a hit of a
         current doc in a library without reviewers has no pedigree to look up."""
