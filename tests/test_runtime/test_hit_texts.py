@@ -299,3 +299,18 @@ def test_texts_round_trip_against_a_dictionary_of_their_own_text() -> None:
     stored = hit_texts.HitTexts(memoryview(blob), view, memoryview(zdict))
     assert [stored[i] for i in range(len(texts))] == [t.decode() for t in texts]
     assert zlib.decompressobj(-15, zdict=zdict).decompress(packed[0]) == texts[0]
+
+
+def test_the_packer_stores_equal_texts_once_as_a_fresh_compressor_would() -> None:
+    """Copies of one primed compressor give the bytes of a fresh one per text; equal
+    texts (the empty one included) get one stream and the same number."""
+    texts = [b"alpha beta", b"", "é𝄞 gamma".encode(), b"alpha beta", b"", b"x" * 70000]
+    zdict = hit_texts.dictionary(texts)
+    packer = hit_texts.Packer(zdict)
+    for text in texts:
+        packer.add(text)
+    assert list(packer.of) == [0, 1, 2, 0, 1, 3]
+    for n, text in enumerate([texts[0], texts[1], texts[2], texts[5]]):
+        fresh = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
+        assert packer.packed[n] == fresh.compress(text) + fresh.flush()
+        assert zlib.decompressobj(-15, zdict=zdict).decompress(packer.packed[n]) == text

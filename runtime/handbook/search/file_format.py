@@ -180,15 +180,15 @@ def write(
     doc_title: Sequence[str],
     doc_content: Sequence[bytes],
     attached: Attached | None = None,
-    entry_text: Sequence[bytes] | None = None,
+    entry_text: hit_texts.Packer | None = None,
     doc_retired: Sequence[bool] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
     only when there are attached files to search, and the ``entry_sub_`` ones only when
     a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
-    bundles read as before. `entry_text`, per doc entry, is the text its excerpt is cut
-    from (UTF-8; `handbook.search.hit_texts`), stored compressed when given;
+    bundles read as before. `entry_text` holds the doc entries' excerpt texts, compressed
+    as the build made them (`handbook.search.hit_texts.Packer`), stored when given;
     `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
@@ -287,21 +287,16 @@ def _attached_into(
     arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
 
 
-def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: Sequence[bytes]) -> None:
+def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: hit_texts.Packer) -> None:
     """``excerpt_text`` (each distinct text deflated against ``excerpt_text_dict``), its
     offsets, and ``entry_excerpt``: per entry, the number of its text."""
-    numbers: dict[bytes, int] = {}
-    of = array("I", [numbers.setdefault(text, len(numbers)) for text in texts])
-    distinct = list(numbers)
-    zdict = hit_texts.dictionary(distinct)
-    packed = hit_texts.compressed(distinct, zdict)
-    arrays["excerpt_text_dict"] = ("B", zdict)
-    arrays["excerpt_text"] = ("B", b"".join(packed))
+    arrays["excerpt_text_dict"] = ("B", texts.zdict)
+    arrays["excerpt_text"] = ("B", b"".join(texts.packed))
     offsets = array("I", [0])
-    for item in packed:
+    for item in texts.packed:
         offsets.append(offsets[-1] + len(item))
     arrays["excerpt_text_offsets"] = ("I", offsets)
-    arrays["entry_excerpt"] = ("I", of)
+    arrays["entry_excerpt"] = ("I", texts.of)
 
 
 def _strings_into(

@@ -19,8 +19,11 @@ from the content file.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..bundle.layout import SEARCH
 from ..errors import FormatError
@@ -46,13 +49,45 @@ def dictionary(texts: Sequence[bytes]) -> bytes:
     return b"\n".join(texts[::step])[-DICT_BYTES:]
 
 
+def _packer(zdict: bytes) -> Any:
+    return zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
+
+
 def compressed(texts: Iterable[bytes], zdict: bytes) -> list[bytes]:
     """Each text as raw deflate against `zdict`."""
-    out = []
-    for text in texts:
-        packer = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
-        out.append(packer.compress(text) + packer.flush())
-    return out
+    packer = Packer(zdict)
+    return [packer.deflate(text) for text in texts]
+
+
+class Packer:
+    """Texts compressed one at a time as they are made, equal texts once: the build never
+    holds every text (half a gigabyte at 100,000 docs), only the compressed ones and a
+    16-byte digest of each distinct one.
+
+    Each text is deflated by a copy of one compressor primed with the dictionary: the
+    same bytes as a fresh compressor's, in a third of the time (priming hashes the
+    32 KiB dictionary at level 9)."""
+
+    def __init__(self, zdict: bytes) -> None:
+        self.zdict = zdict
+        self._primed = _packer(zdict)
+        self._numbers: dict[bytes, int] = {}
+        self.packed: list[bytes] = []
+        """Each distinct text, compressed, in the order of first appearance."""
+        self.of = array("I")
+        """Per text added, the number of its compressed text in `packed`."""
+
+    def deflate(self, text: bytes) -> bytes:
+        packer = self._primed.copy()
+        return bytes(packer.compress(text) + packer.flush())
+
+    def add(self, text: bytes) -> None:
+        key = hashlib.blake2b(text, digest_size=16).digest()
+        number = self._numbers.get(key)
+        if number is None:
+            number = self._numbers[key] = len(self.packed)
+            self.packed.append(self.deflate(text))
+        self.of.append(number)
 
 
 class HitTexts:
