@@ -110,8 +110,11 @@ class LunrIndex:
         self.posting_tf: list[dict[int, array[int]]] = [{} for _ in fields]
         """Aligned with `postings`: the term's frequency in each of those entries."""
         self.lengths: list[array[int]] = [array("I") for _ in fields]
-        self.frequencies: list[array[int]] = []
-        """Per entry and field (entry-major): term id, frequency, term id, frequency, …"""
+        self.frequencies = array("I")
+        """Per entry and field (entry-major): term id, frequency, term id, frequency, …,
+        all in one array (an array per entry and field cost 4 million objects at 100k)."""
+        self.frequency_starts = array("Q", [0])
+        """Where each entry and field's pairs start in `frequencies` (one final end)."""
         # set when serializing starts: (idf per term, average length per field), etc.
         self._scoring: tuple[list[float], list[float]] = ([], [])
         self._sorted_terms: list[tuple[str, int]] = []
@@ -129,9 +132,9 @@ class LunrIndex:
         n = len(self.refs)
         self.refs.append(entry.ref)
         term_index = self.term_index
+        flat = self.frequencies
         for f, text in enumerate(entry.fields):
             length, counts = term_counts(text)
-            flat = array("I")
             postings, posting_tf = self.postings[f], self.posting_tf[f]
             for t, tf in counts.items():
                 index = term_index.get(t)
@@ -146,7 +149,7 @@ class LunrIndex:
                 members.append(n)
                 posting_tf[index].append(tf)
             self.lengths[f].append(length)
-            self.frequencies.append(flat)
+            self.frequency_starts.append(len(flat))
 
     def _idf(self) -> list[float]:
         """lunr counts a term once per field it occurs in, per entry."""
@@ -167,7 +170,8 @@ class LunrIndex:
         for n in range(start, stop):
             ref = self.refs[n]
             for f, name in enumerate(self.fields):
-                flat = self.frequencies[n * width + f]
+                at = n * width + f
+                flat = self.frequencies[self.frequency_starts[at] : self.frequency_starts[at + 1]]
                 length, boost, avg = self.lengths[f][n], self.boosts[f], average[f]
                 norm = K1 * (1 - B + B * (length / avg)) if avg else 0.0
                 parts = []
