@@ -331,6 +331,12 @@ def measure(
     )
     published = bundle.resolve()
     sizes = bundle_sizes(published)
+    print(  # now, not only in the report: at 100k the rest takes half an hour
+        f"{label}: built in {build.wall_s:.1f} s, peak {build.main_mb:,.0f} MB (main), "
+        f"{build.pss_mb or 0:,.0f} MB (tree PSS); bundle {sizes['listed'] / 1e6:.1f} MB, "
+        f"{sizes['listed'] / sizes['content']:.2f}x its content",
+        file=sys.stderr,
+    )
     docs = len(list((config.parent / "docs").glob("*.md")))
     runtime = measure_runtime(label, published, setup, subset, args)
     print(f"{label}: remote open and first answer", file=sys.stderr)
