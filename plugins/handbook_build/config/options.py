@@ -939,7 +939,8 @@ OPTIONS: tuple[Option, ...] = (
             - `gzip` (default): `index.json.gz`, one gzip member (level 4, its parts
               compressed in parallel; no name, time 0, so builds stay byte-reproducible)
               whose decompressed bytes are exactly the `index.json` that `json` writes.
-              On msdocs-10k it is 47 MB instead of 320 MB (bench/README.md). A browser loads it with `DecompressionStream`:
+              On msdocs-10k it is 47 MB instead of 320 MB (bench/README.md). A browser
+              loads it with `DecompressionStream`:
               `lunr.Index.load(await new Response((await fetch("bundle/index.json.gz"))
               .body.pipeThrough(new DecompressionStream("gzip"))).json())`; a server that
               sends it with `Content-Encoding: gzip` lets `fetch` decompress it instead.
