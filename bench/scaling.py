@@ -162,7 +162,7 @@ def derive(size: int, out: Path) -> Path:
     config = re.sub(r"(?m)^site_name: .*$", f"site_name: MS Docs derived ({size:,} docs)", config)
     if size == 100_000:  # a swapped word can turn a placeholder password in a URL into one
         config = config.replace(
-            "      limits:\n", '      rules:\n        HB405: "warning"\n      limits:\n', 1
+            "      limits:\n", '      rules:\n        HB405: "warn"\n      limits:\n', 1
         )
     (partial / "mkdocs.yml").write_text(config, encoding="utf-8")
     pages = _pages(source)
