@@ -396,7 +396,7 @@ def child_prep(request_file: str) -> dict[str, Any]:
     report["key"] = str(
         public_key_of(load_private_key(Path(keyfile()).read_bytes(), what="bench key"))
     )
-    report["lunr_index"], note = lunr_index_file(bundle, out)
+    report["lunr_index"], note = lunr_index_file(bundle, out) if request["lunr"] else ("", None)
     report["notes"] += [note] if note else []
     with open(bundle / "catalog.json", encoding="utf-8") as fh:
         catalog = json.load(fh)
@@ -515,7 +515,11 @@ def build_bundle(label: str, config: Path) -> tuple[Path, float]:
     return out.resolve(), proc.wall_s
 
 
-def prep(label: str, config: Path, bundle: Path, args: argparse.Namespace) -> dict[str, Any]:
+def prep(
+    label: str, config: Path, bundle: Path, args: argparse.Namespace, lunr: bool = True
+) -> dict[str, Any]:
+    """The anchors' indexes, the query set and the key (`child_prep`), in a child; with
+    `lunr` false, no index for lunr.py (it loads its JSON whole: 3 GB at 100,000 docs)."""
     out = RUNTIME / label
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -528,6 +532,7 @@ def prep(label: str, config: Path, bundle: Path, args: argparse.Namespace) -> di
                 "bundle": str(bundle),
                 "queries": args.queries,
                 "seed": args.seed,
+                "lunr": lunr,
             }
         ),
         encoding="utf-8",

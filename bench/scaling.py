@@ -28,6 +28,11 @@ For each library, in fresh child processes, one after the other:
 * cold start and warm search, as `runtime_bench.run_engine` measures Handbook: spawn to
   the first answer (median of `--cold-runs`), then the query set once (p50, p99 of
   `lib.search(q, limit=10)`), then `VmRSS` (steady RSS) and the peak.
+* the anchors (issue 29): SQLite FTS5, tantivy and bm25s at every size, and lunr.py up
+  to 10,000 docs (it loads its JSON index whole), over the same entries as the bundle's
+  index (`runtime_bench.child_prep`: index build seconds) and the same query set, cold
+  start and warm search measured as Handbook's (`runtime_bench.run_engine`); lunr.py
+  answers `--lunr-queries` of them (its p99 is seconds at 10k). `--no-anchors` skips them.
 * remote first answer: a child serves the published folder on a loopback
   `http.server` that counts the body bytes it sends (`remote_bench`'s), and calls
   `Library.open(url, ...)` (lazy: the manifest, then what the call needs) and one
@@ -59,15 +64,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import HANDBOOK, Proc, bundle_sizes, keyfile, run
 from check_throughput import WORK, environment, msdocs
-from runtime_bench import RUNTIME, EngineRun, commit, make_queries, p50, p99, run_engine
+from runtime_bench import RUNTIME, EngineRun, commit, make_queries, p50, p99, prep, run_engine
 
 SELF = [sys.executable, str(Path(__file__).resolve())]
 VARIANTS = 10
 """Copies of every page in the 100k library: the page and `-v2` .. `-v10`."""
 BUCKET = 64
 SWAP_SHARE = 0.2
-DERIVATION = 1
+DERIVATION = 2
 """Bumped when the derivation changes, so an older library is written again."""
+ANCHORS = ("FTS5", "tantivy", "bm25s", "lunr.py")
+LUNR_MAX_DOCS = 10_000
+"""lunr.py holds its index as Python objects: 2.8 GB at 10k; 100k does not fit."""
 _WORD = re.compile(r"(?<![</\w])[a-z]{4,}(?!\w)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -152,6 +160,10 @@ def derive(size: int, out: Path) -> Path:
     (partial / "docs").mkdir(parents=True)
     config = (source / "mkdocs.yml").read_text(encoding="utf-8")
     config = re.sub(r"(?m)^site_name: .*$", f"site_name: MS Docs derived ({size:,} docs)", config)
+    if size == 100_000:  # a swapped word can turn a placeholder password in a URL into one
+        config = config.replace(
+            "      limits:\n", '      rules:\n        HB405: "warn"\n      limits:\n', 1
+        )
     (partial / "mkdocs.yml").write_text(config, encoding="utf-8")
     pages = _pages(source)
     if size == 1_000:
@@ -254,6 +266,8 @@ class Row:
     sizes: dict[str, int]
     runtime: EngineRun
     remote: dict[str, Any]
+    anchors: list[EngineRun]
+    anchor_build_s: dict[str, float]
 
 
 def fresh(path: Path) -> None:
@@ -321,6 +335,12 @@ def measure(
     )
     published = bundle.resolve()
     sizes = bundle_sizes(published)
+    print(  # now, not only in the report: at 100k the rest takes half an hour
+        f"{label}: built in {build.wall_s:.1f} s, peak {build.main_mb:,.0f} MB (main), "
+        f"{build.pss_mb or 0:,.0f} MB (tree PSS); bundle {sizes['listed'] / 1e6:.1f} MB, "
+        f"{sizes['listed'] / sizes['content']:.2f}x its content",
+        file=sys.stderr,
+    )
     docs = len(list((config.parent / "docs").glob("*.md")))
     runtime = measure_runtime(label, published, setup, subset, args)
     print(f"{label}: remote open and first answer", file=sys.stderr)
@@ -328,7 +348,52 @@ def measure(
         f"scaling-remote-{label}",
         ["remote", str(published), setup["key"], setup["queries"][0], str(out / "remote")],
     )
-    return Row(label, docs, build, sizes, runtime, remote)
+    anchors, built = (
+        measure_anchors(label, docs, config, published, setup, args) if args.anchors else ([], {})
+    )
+    return Row(label, docs, build, sizes, runtime, remote, anchors, built)
+
+
+def measure_anchors(
+    label: str,
+    docs: int,
+    config: Path,
+    published: Path,
+    setup: dict[str, Any],
+    args: argparse.Namespace,
+) -> tuple[list[EngineRun], dict[str, float]]:
+    """The anchor engines over the same entries and the same query set as Handbook's:
+    their indexes built in a child (`runtime_bench.child_prep`), then each measured as
+    Handbook is (`runtime_bench.run_engine`). Returns the runs and index build seconds."""
+    name = f"scaling-{label}"
+    print(f"{label}: anchor indexes", file=sys.stderr)
+    made = prep(name, config, published, args, lunr=docs <= LUNR_MAX_DOCS)
+    runs = []
+    for engine in ANCHORS:
+        index = {
+            "FTS5": RUNTIME / name / "fts5.sqlite",
+            "tantivy": RUNTIME / name / "tantivy",
+            "bm25s": RUNTIME / name / "bm25s",
+        }.get(engine)
+        if (index is not None and not index.exists()) or (
+            engine == "lunr.py" and not made["lunr_index"]
+        ):
+            continue  # not installed (a note in `made`), or too large for lunr.py
+        queries = setup["queries"][: args.lunr_queries if engine == "lunr.py" else None]
+        base = {
+            "path": str(published),
+            "key": setup["key"],
+            "index": str(index or ""),
+            "first": queries[0],
+            "bench": str(Path(__file__).resolve().parent),
+            "lunr_index": made["lunr_index"],
+        }
+        warm = {"mode": "bench", "queries": queries, "k": 10, "get_ids": []}
+        print(f"{label}: {engine} ({len(queries)} queries)", file=sys.stderr)
+        runs.append(run_engine(engine, name, base, warm, args.cold_runs))
+    for note in made["notes"]:
+        print(f"{label}: {note}", file=sys.stderr)
+    return runs, made["built_s"]
 
 
 # -- reporting -----------------------------------------------------------------------------
@@ -398,6 +463,26 @@ def details(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def anchors_table(rows: list[Row]) -> str:
+    """Handbook beside each anchor, per library: index build, cold start, search."""
+    lines = [
+        "| library | engine | index build s | cold start ms | search p50 / p99 ms "
+        "| peak RSS MB | engine p50 / Handbook p50 |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        ours = p50(r.runtime.warm["search_s"])
+        for run_ in [r.runtime, *r.anchors]:
+            w = run_.warm
+            built = r.build.wall_s if run_ is r.runtime else r.anchor_build_s.get(run_.engine)
+            lines.append(
+                f"| {r.label} | {run_.engine} | {_n(built) if built is not None else ''} "
+                f"| {run_.cold_ms:,.0f} | {p50(w['search_s']):.2f} / {p99(w['search_s']):.1f} "
+                f"| {w['vmhwm_mb'] or w['maxrss_mb']:,.0f} | {p50(w['search_s']) / ours:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def runtime_table(runs: list[tuple[str, EngineRun]]) -> str:
     lines = [
         "| library | cold start ms | cold min-max ms | search p50 / p99 ms | core p50 / p99 ms "
@@ -426,6 +511,15 @@ def main(argv: list[str] | None = None) -> int:
         "--runtime-only",
         action="store_true",
         help="only cold start and search again, on the bundles an earlier run left in --out",
+    )
+    parser.add_argument(
+        "--no-anchors",
+        dest="anchors",
+        action="store_false",
+        help="skip FTS5, tantivy, bm25s and lunr.py",
+    )
+    parser.add_argument(
+        "--lunr-queries", type=int, default=10, help="queries lunr.py answers (default: 10)"
     )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -469,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     report = (
         f"Scaling curve, {datetime.date.today()}, commit {commit()}; {environment()}\n\n"
         f"{table(rows)}\n\n{details(rows)}\n"
+        + (f"\n{anchors_table(rows)}\n" if args.anchors else "")
     )
     (out / "results.md").write_text(report, encoding="utf-8")
     print(report)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -242,4 +242,13 @@ def _validators(config: Config) -> dict[str, validators.Validator]:
 
 def _load_chunk(config: Config, paths: list[str]) -> list[tuple[Doc | None, list[Finding]]]:
     expander = _expander(config)
-    return [load(config, path, expander) for path in paths]
+    return [_checked(*load(config, path, expander)) for path in paths]
+
+
+def _checked(doc: Doc | None, findings: list[Finding]) -> tuple[Doc | None, list[Finding]]:
+    """A checked doc, less what only the per-doc checks (run by `load`) read: its code
+    blocks' texts, HTML comments, YAML 1.1 words and include line map. A worker does not
+    send them back, and the build does not hold them (code is a quarter of msdocs' text)."""
+    if doc is None:
+        return None, findings
+    return replace(doc, fences=(), comments=(), bool_words=(), origin=()), findings

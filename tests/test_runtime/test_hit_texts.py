@@ -1,4 +1,4 @@
-"""Search hits rendered from the excerpt texts kept in ``search.bin`` (``entry_text``,
+"""Search hits rendered from the excerpt texts kept in ``search.bin`` (``excerpt_text``,
 `handbook.search.hit_texts`): the same answers, byte for byte, as when every excerpt was
 cut from its content file, without reading one; files without the texts still search;
 hostile texts and offsets are refused with the search file named."""
@@ -130,6 +130,9 @@ def _with_header(data: bytes, header: dict[str, object]) -> bytes:
     return data[:12] + len(text).to_bytes(4, "little") + text + body
 
 
+TEXT_ARRAYS = ("excerpt_text", "excerpt_text_offsets", "excerpt_text_dict", "entry_excerpt")
+
+
 @pytest.fixture
 def data(plant_floor_bundle: Path) -> bytes:
     return (plant_floor_bundle / "search.bin").read_bytes()
@@ -138,8 +141,8 @@ def data(plant_floor_bundle: Path) -> bytes:
 def test_a_file_without_the_texts_still_searches(data: bytes) -> None:
     header, _ = _header_and_body(data)
     arrays = header["arrays"]
-    old = {k: v for k, v in arrays.items() if not k.startswith("entry_text")}
-    assert len(old) == len(arrays) - 3
+    old = {k: v for k, v in arrays.items() if k not in TEXT_ARRAYS}
+    assert len(old) == len(arrays) - 4
     before, after = SearchIndex(data), SearchIndex(_with_header(data, {**header, "arrays": old}))
     assert after.texts is None
     for text in ("pump", "+pressure -alarm", "cal*"):
@@ -149,9 +152,10 @@ def test_a_file_without_the_texts_still_searches(data: bytes) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda a: {**a, "entry_text_offsets": [*a["entry_text_offsets"][:1], 3, "I"]}, "span"),
-        (lambda a: {**a, "entry_text": [a["entry_text"][0], 0, "B"]}, "span"),
-        (lambda a: {k: v for k, v in a.items() if k != "entry_text_dict"}, "KeyError"),
+        (lambda a: {**a, "excerpt_text_offsets": [*a["excerpt_text_offsets"][:1], 3, "I"]}, "span"),
+        (lambda a: {**a, "excerpt_text": [a["excerpt_text"][0], 0, "B"]}, "span"),
+        (lambda a: {k: v for k, v in a.items() if k != "excerpt_text_dict"}, "KeyError"),
+        (lambda a: {**a, "entry_excerpt": [*a["entry_excerpt"][:1], 3, "I"]}, "one per entry"),
         (lambda a: {**a, "doc_retired": [a["doc_retired"][0], 1, "B"]}, "one flag per doc"),
     ],
 )
@@ -173,11 +177,87 @@ def _poke(data: bytes, name: str, i: int, value: int) -> bytes:
 
 def test_offsets_out_of_range_or_backwards_are_refused(data: bytes) -> None:
     header, _ = _header_and_body(data)
-    count = header["arrays"]["entry_text_offsets"][1]
+    count = header["arrays"]["excerpt_text_offsets"][1]
     with pytest.raises(FormatError, match=r"search\.bin: malformed .*span"):
-        SearchIndex(_poke(data, "entry_text_offsets", count - 1, 1 << 30))
+        SearchIndex(_poke(data, "excerpt_text_offsets", count - 1, 1 << 30))
     with pytest.raises(FormatError, match=r"search\.bin: malformed .*backwards"):
-        SearchIndex(_poke(data, "entry_text_offsets", 1, 1 << 30))
+        SearchIndex(_poke(data, "excerpt_text_offsets", 1, 1 << 30))
+
+
+def test_an_entry_naming_a_text_past_the_last_is_refused_when_shown(data: bytes) -> None:
+    """`entry_excerpt` is not scanned when the file opens: a number past the texts is
+    refused when that entry's hit needs its text, naming the search file."""
+    index = SearchIndex(_poke(data, "entry_excerpt", 1, 1 << 30))
+    assert index.texts is not None
+    with pytest.raises(FormatError, match=r"search\.bin: entry 1's excerpt text is malformed"):
+        index.texts[1]
+    assert index.texts[0] == SearchIndex(data).texts[0]  # type: ignore[index]
+
+
+SHARED = """\
+---
+id: {id}
+title: Valve {id}
+kind: procedure
+summary: Servicing valve {id}.
+---
+# Valve {id}
+
+Close valve {id} before you start.
+
+## See also
+
+- The plant's safety rules.
+"""
+
+
+def test_identical_texts_are_stored_once(make_library: MakeLibrary, tmp_path: Path) -> None:
+    """Two docs with the same "See also" section, and a third with the same body as the
+    second: each distinct text is stored once, and every entry still reads its own."""
+    second = SHARED.format(id="b")
+    config = make_library(
+        {
+            "a.md": SHARED.format(id="a"),
+            "b.md": second,
+            "c.md": second.replace("id: b", "id: c"),
+        }
+    )
+    build(load_config(config), tmp_path / "bundle", KEY)
+    lib = Library.open(tmp_path / "bundle", trusted_keys=[PUBLIC])
+    retriever = lib.snapshot.retriever
+    texts = retriever.index.texts
+    assert texts is not None and texts.of is not None
+    numbers = list(texts.of)
+    assert len(numbers) == 6 and len(texts.offsets) - 1 == 3  # a's and b's intro, "See also"
+    for entry in range(len(numbers)):
+        passage = retriever.passage(entry)
+        content = lib.snapshot.bundle.read(passage.content)
+        assert texts[entry] == hit_texts.excerpt_text(content, passage.start, passage.end)
+    hits = lib.search("plant safety rules", limit=10)["hits"]
+    assert {hit["id"] for hit in hits} == {"a", "b", "c"}
+
+
+def test_the_first_layout_one_text_per_entry_still_reads(data: bytes) -> None:
+    """A file written with ``entry_text`` (one stream per entry) answers the same."""
+    index = SearchIndex(data)
+    texts = index.texts
+    assert texts is not None and texts.of is not None
+    every = [texts[e] for e in range(len(texts))]
+    packed = hit_texts.compressed([t.encode() for t in every], texts.zdict)
+    starts = [0]
+    for item in packed:
+        starts.append(starts[-1] + len(item))
+    arrays = {
+        "entry_text": memoryview(b"".join(packed)),
+        "entry_text_offsets": memoryview(struct.pack(f"<{len(starts)}I", *starts)).cast("I"),
+        "entry_text_dict": memoryview(texts.zdict),
+    }
+    first = hit_texts.read(arrays, len(every))
+    assert first is not None and first.of is None
+    assert [first[e] for e in range(len(every))] == every
+    with pytest.raises(ValueError, match="one per entry"):
+        hit_texts.read(arrays, len(every) + 1)
+    assert hit_texts.read({}, len(every)) is None
 
 
 def test_a_text_that_is_not_utf8_or_not_deflate_is_refused(data: bytes) -> None:
@@ -219,3 +299,18 @@ def test_texts_round_trip_against_a_dictionary_of_their_own_text() -> None:
     stored = hit_texts.HitTexts(memoryview(blob), view, memoryview(zdict))
     assert [stored[i] for i in range(len(texts))] == [t.decode() for t in texts]
     assert zlib.decompressobj(-15, zdict=zdict).decompress(packed[0]) == texts[0]
+
+
+def test_the_packer_stores_equal_texts_once_as_a_fresh_compressor_would() -> None:
+    """Copies of one primed compressor give the bytes of a fresh one per text; equal
+    texts (the empty one included) get one stream and the same number."""
+    texts = [b"alpha beta", b"", "é𝄞 gamma".encode(), b"alpha beta", b"", b"x" * 70000]
+    zdict = hit_texts.dictionary(texts)
+    packer = hit_texts.Packer(zdict)
+    for text in texts:
+        packer.add(text)
+    assert list(packer.of) == [0, 1, 2, 0, 1, 3]
+    for n, text in enumerate([texts[0], texts[1], texts[2], texts[5]]):
+        fresh = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
+        assert packer.packed[n] == fresh.compress(text) + fresh.flush()
+        assert zlib.decompressobj(-15, zdict=zdict).decompress(packer.packed[n]) == text

@@ -28,11 +28,13 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from lunr import __TARGET_JS_VERSION__, get_default_builder
 
 from handbook.search.file_format import Postings, SearchArrays
+
+from .deflate_parts import Deflated, Writable, deflated, write_gzip
 
 FIELDS: tuple[tuple[str, int], ...] = (("title", 1), ("keywords", 1), ("body", 1))
 """Field names and boosts. Equal: BM25's length normalization already weighs a hit in a
@@ -76,10 +78,6 @@ def term_counts(text: str) -> FieldTerms:
     return length, counts
 
 
-class Writable(Protocol):
-    def write(self, data: bytes, /) -> int: ...
-
-
 @dataclass(frozen=True)
 class Entry:
     """One indexed unit: a doc or a section. Field texts are plain text."""
@@ -112,8 +110,11 @@ class LunrIndex:
         self.posting_tf: list[dict[int, array[int]]] = [{} for _ in fields]
         """Aligned with `postings`: the term's frequency in each of those entries."""
         self.lengths: list[array[int]] = [array("I") for _ in fields]
-        self.frequencies: list[array[int]] = []
-        """Per entry and field (entry-major): term id, frequency, term id, frequency, …"""
+        self.frequencies = array("I")
+        """Per entry and field (entry-major): term id, frequency, term id, frequency, …,
+        all in one array (an array per entry and field cost 4 million objects at 100k)."""
+        self.frequency_starts = array("Q", [0])
+        """Where each entry and field's pairs start in `frequencies` (one final end)."""
         # set when serializing starts: (idf per term, average length per field), etc.
         self._scoring: tuple[list[float], list[float]] = ([], [])
         self._sorted_terms: list[tuple[str, int]] = []
@@ -131,9 +132,9 @@ class LunrIndex:
         n = len(self.refs)
         self.refs.append(entry.ref)
         term_index = self.term_index
+        flat = self.frequencies
         for f, text in enumerate(entry.fields):
             length, counts = term_counts(text)
-            flat = array("I")
             postings, posting_tf = self.postings[f], self.posting_tf[f]
             for t, tf in counts.items():
                 index = term_index.get(t)
@@ -148,7 +149,7 @@ class LunrIndex:
                 members.append(n)
                 posting_tf[index].append(tf)
             self.lengths[f].append(length)
-            self.frequencies.append(flat)
+            self.frequency_starts.append(len(flat))
 
     def _idf(self) -> list[float]:
         """lunr counts a term once per field it occurs in, per entry."""
@@ -169,7 +170,8 @@ class LunrIndex:
         for n in range(start, stop):
             ref = self.refs[n]
             for f, name in enumerate(self.fields):
-                flat = self.frequencies[n * width + f]
+                at = n * width + f
+                flat = self.frequencies[self.frequency_starts[at] : self.frequency_starts[at + 1]]
                 length, boost, avg = self.lengths[f][n], self.boosts[f], average[f]
                 norm = K1 * (1 - B + B * (length / avg)) if avg else 0.0
                 parts = []
@@ -245,7 +247,8 @@ class LunrIndex:
         attached = Postings(array("I"), array("I", [0]), array("I"), array("I"))
         first = 0
         for part in _render_all(
-            self, [("_search_part", i, min(i + step, total)) for i in range(0, total, step)]
+            self,
+            [("_search_part", i, min(i + step, total), "", None) for i in range(0, total, step)],
         ):
             for group, (counts, entries, scores) in ((docs, part[:3]), (attached, part[3:])):
                 _add_rows(group, array("I", counts), first, len(self.fields))
@@ -259,34 +262,32 @@ class LunrIndex:
     def chunks(self) -> Iterator[str]:
         """The serialized index as JSON text, in pieces (lunr 2.3 / lunr-schema layout).
         The pieces are rendered in parallel where the process can fork."""
+        return self._pieces(None)
+
+    def _pieces(self, level: int | None) -> Iterator[Any]:
+        """`chunks`, or with a `level` each piece deflated apart (`deflate_parts`), by the
+        process that rendered it."""
         self._prepare()
         dump = _json_string
-        yield (
-            '{"version":'
-            + dump(__TARGET_JS_VERSION__)
-            + ',"fields":['
-            + ",".join(map(dump, self.fields))
-            + "]"
-        )
-        jobs = []
-        for render, total in (
-            ("_vector_text", len(self.refs)),
-            ("_postings_text", len(self._sorted_terms)),
+        pieces: list[tuple[str, int, int, str]] = []
+        for render, total, opening in (
+            ("_vector_text", len(self.refs), ',"fieldVectors":['),
+            ("_postings_text", len(self._sorted_terms), '],"invertedIndex":['),
         ):
             step = max(1, -(-total // _PARTS))
-            jobs += [(render, i, min(i + step, total)) for i in range(0, total, step)]
-        yield ',"fieldVectors":['
-        first, in_vectors = True, True
-        for (render, _, _), part in zip(jobs, _render_all(self, jobs), strict=True):
-            if in_vectors and render == "_postings_text":
-                yield '],"invertedIndex":['
-                first, in_vectors = True, False
-            if part:
-                yield part if first else "," + part
-                first = False
-        if in_vectors:
-            yield '],"invertedIndex":['
-        yield '],"pipeline":["stemmer"]}'
+            pieces.append(("", 0, 0, opening))
+            pieces += [
+                (render, i, min(i + step, total), "," if i else "") for i in range(0, total, step)
+            ]
+        pieces.append(("", 0, 0, '],"pipeline":["stemmer"]}'))
+        head = '{"version":' + dump(__TARGET_JS_VERSION__) + ',"fields":['
+        yield _encoded(head + ",".join(map(dump, self.fields)) + "]", level)
+        jobs = [
+            (render, start, stop, lead, level) for render, start, stop, lead in pieces if render
+        ]
+        rendered = _render_all(self, jobs)
+        for render, _, _, lead in pieces:
+            yield next(rendered) if render else _encoded(lead, level)
 
     def write(self, fh: Writable) -> None:
         """Stream the serialized index to a binary file."""
@@ -300,6 +301,11 @@ class LunrIndex:
                 buffer, size = [], 0
         fh.write("".join(buffer).encode("utf-8"))
 
+    def write_gzip(self, fh: Writable, level: int) -> None:
+        """Stream the serialized index to a binary file as gzip; each part is compressed
+        where it is rendered (by the forked workers of a large index)."""
+        write_gzip(fh, self._pieces(level), level)
+
     def to_bytes(self) -> bytes:
         return "".join(self.chunks()).encode("utf-8")
 
@@ -309,13 +315,27 @@ _PARALLEL_MIN_ENTRIES = 20_000
 _rendering: LunrIndex | None = None
 
 
-def _render_part(job: tuple[str, int, int]) -> Any:
+Job = tuple[str, int, int, str, int | None]
+"""A part to render: (method, start, stop, text put before it, deflate level or None)."""
+
+
+def _run(index: LunrIndex, job: Job) -> Any:
+    """One part, rendered and, with a level, deflated here (in the worker that rendered it)."""
+    method, start, stop, lead, level = job
+    out = getattr(index, method)(start, stop)
+    return out if level is None and not lead else _encoded(lead + out, level)
+
+
+def _encoded(text: str, level: int | None) -> str | Deflated:
+    return text if level is None else deflated(text.encode("utf-8"), level)
+
+
+def _render_part(job: Job) -> Any:
     assert _rendering is not None
-    method, start, stop = job
-    return getattr(_rendering, method)(start, stop)
+    return _run(_rendering, job)
 
 
-def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[Any]:
+def _render_all(index: LunrIndex, jobs: list[Job]) -> Iterator[Any]:
     """Render parts in order. Large indexes are rendered by forked workers, which share
     the index with this process copy-on-write instead of receiving it; where forking is
     unsafe (threads running) or unavailable, parts are rendered here. At most two parts
@@ -324,8 +344,8 @@ def _render_all(index: LunrIndex, jobs: list[tuple[str, int, int]]) -> Iterator[
     workers = min(os.cpu_count() or 1, 8)
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     if len(index.refs) < _PARALLEL_MIN_ENTRIES or workers < 2 or not can_fork:
-        for method, start, stop in jobs:
-            yield getattr(index, method)(start, stop)
+        for job in jobs:
+            yield _run(index, job)
         return
     _rendering = index
     try:

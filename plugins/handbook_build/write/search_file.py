@@ -4,11 +4,13 @@ doc's passages as `passages` cuts its content, then the attached markdown files'
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 
 from handbook.bundle.catalog import Catalog, Resource, SectionEntry, passages
 from handbook.pedigree.derived import is_retired
 from handbook.search import file_format as search_format
+from handbook.search import hit_texts
 from handbook.search.hit_texts import excerpt_text
 
 from .lunr_index import LunrIndex
@@ -28,16 +30,12 @@ def search_file(
     With `bodies` (each doc's markdown, in `order`), each doc entry's excerpt text is
     stored too, so that rendering a hit reads no content file (`handbook.search.hit_texts`)."""
     docs = search_format.Passages()
-    texts: list[bytes] = []
-    for i, n in enumerate(order):
+    firsts = []  # per doc in `order`, its first entry
+    for n in order:
         entry = catalog.docs[n]
-        first = len(docs.ranges)
+        firsts.append(len(docs.ranges))
         _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
-        if bodies is not None:
-            body = bodies[i].encode("utf-8")
-            texts += [
-                excerpt_text(body, start, end).encode("utf-8") for start, end in docs.ranges[first:]
-            ]
+    texts = None if bodies is None else _texts(docs, firsts, bodies)
     files = search_format.Passages()
     for f, (_, resource) in enumerate(markdown):
         _passages(files, f, resource.sections, resource.subsections, resource.bytes)
@@ -58,9 +56,35 @@ def search_file(
         )
         if markdown
         else None,
-        entry_text=texts if bodies is not None else None,
+        entry_text=texts,
         doc_retired=[is_retired(d) for d in catalog.docs],
     )
+
+
+def _texts(
+    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[str]
+) -> hit_texts.Packer:
+    """Each doc entry's excerpt text (`hit_texts.excerpt_text`), compressed as it is cut,
+    one doc's body at a time; the dictionary is sampled from the texts first, as
+    `hit_texts.dictionary` would from all of them."""
+    total = len(docs.ranges)
+    step = max(1, total // hit_texts.DICT_SAMPLE)
+    sample = [_text(docs, firsts, bodies, e) for e in range(0, total, step)]
+    packer = hit_texts.Packer(hit_texts.dictionary(sample))
+    for i, body in enumerate(bodies):
+        content = body.encode("utf-8")
+        stop = firsts[i + 1] if i + 1 < len(firsts) else total
+        for start, end in docs.ranges[firsts[i] : stop]:
+            packer.add(excerpt_text(content, start, end).encode("utf-8"))
+    return packer
+
+
+def _text(
+    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[str], entry: int
+) -> bytes:
+    start, end = docs.ranges[entry]
+    body = bodies[bisect.bisect_right(firsts, entry) - 1].encode("utf-8")
+    return excerpt_text(body, start, end).encode("utf-8")
 
 
 def _passages(

@@ -29,9 +29,12 @@ The header names each array with its byte offset, item count and type (``I`` uin
                           ``##`` section that holds the entry)
 ``doc_id``, ``doc_title`` per doc (string tables)
 ``doc_content``           per doc, the 32-byte sha256 naming its content file
-``entry_text``            per doc entry, the text its excerpt is cut from, raw deflate
-``entry_text_offsets``    against ``entry_text_dict`` (offsets: uint32, one final);
-``entry_text_dict``       added within version 1 (`handbook.search.hit_texts`)
+``excerpt_text``          each distinct text an excerpt is cut from, raw deflate against
+``excerpt_text_offsets``  ``excerpt_text_dict`` (offsets: uint32, one final), and per
+``excerpt_text_dict``     doc entry the number of its text (`handbook.search.hit_texts`);
+``entry_excerpt``         added within version 1, as ``entry_text``, ``entry_text_offsets``
+                          and ``entry_text_dict`` (one text per entry), which are read
+                          but no longer written
 ``doc_retired``           per doc, 1 when it is retired, else 0 (added within version 1)
 ``post_head_lists``       the posting lists (row x fields + field) longer than HEAD
                           postings, ascending
@@ -177,15 +180,15 @@ def write(
     doc_title: Sequence[str],
     doc_content: Sequence[bytes],
     attached: Attached | None = None,
-    entry_text: Sequence[bytes] | None = None,
+    entry_text: hit_texts.Packer | None = None,
     doc_retired: Sequence[bool] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The file, in pieces (the postings are tens of megabytes: they are written from the
     arrays in place, never copied into one buffer). The ``resource_`` arrays are written
     only when there are attached files to search, and the ``entry_sub_`` ones only when
     a doc (or an attached file, for ``resource_entry_sub_``) has subsections, so other
-    bundles read as before. `entry_text`, per doc entry, is the text its excerpt is cut
-    from (UTF-8; `handbook.search.hit_texts`), stored compressed when given;
+    bundles read as before. `entry_text` holds the doc entries' excerpt texts, compressed
+    as the build made them (`handbook.search.hit_texts.Packer`), stored when given;
     `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
     arrays: dict[str, tuple[str, bytes | array[int]]] = {}
     for name, strings in (
@@ -284,16 +287,16 @@ def _attached_into(
     arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
 
 
-def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: Sequence[bytes]) -> None:
-    """``entry_text`` (each text deflated against ``entry_text_dict``) and its offsets."""
-    zdict = hit_texts.dictionary(texts)
-    packed = hit_texts.compressed(texts, zdict)
-    arrays["entry_text_dict"] = ("B", zdict)
-    arrays["entry_text"] = ("B", b"".join(packed))
+def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: hit_texts.Packer) -> None:
+    """``excerpt_text`` (each distinct text deflated against ``excerpt_text_dict``), its
+    offsets, and ``entry_excerpt``: per entry, the number of its text."""
+    arrays["excerpt_text_dict"] = ("B", texts.zdict)
+    arrays["excerpt_text"] = ("B", b"".join(texts.packed))
     offsets = array("I", [0])
-    for item in packed:
+    for item in texts.packed:
         offsets.append(offsets[-1] + len(item))
-    arrays["entry_text_offsets"] = ("I", offsets)
+    arrays["excerpt_text_offsets"] = ("I", offsets)
+    arrays["entry_excerpt"] = ("I", texts.of)
 
 
 def _strings_into(

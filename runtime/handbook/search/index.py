@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 from ..bundle.layout import SEARCH
 from ..bundle.ranged import Ranged, Whole
 from ..errors import FormatError
-from . import array_loading, top_k
+from . import array_loading, hit_texts, top_k
 from .array_loading import ARRAYS, load_arrays
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
@@ -40,7 +40,7 @@ from .postings import Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
 
-LAZY_ARRAYS = ("post_entry", "post_score", "entry_text")
+LAZY_ARRAYS = ("post_entry", "post_score", "entry_text", "excerpt_text")
 """The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
 the excerpt texts), with their ``resource_`` twins: most of the file at any size. Every
 other array is verified whole when the index is opened."""
@@ -111,19 +111,9 @@ class SearchIndex:
         self.subsections = self._subsections("", len(self.entry_doc))
         """Whether the docs' entries name the subsection (``###`` or deeper) whose text
         they are (``entry_sub_title``, ``entry_sub_anchor``)."""
-        self.texts: HitTexts | None = None
+        self.texts: HitTexts | None = hit_texts.read(a, len(self.entry_doc), self._need_in)
         """Each doc entry's excerpt text (`handbook.search.hit_texts`), in files built
         with them; None: excerpts are cut from the content files."""
-        if "entry_text" in a:
-            at = self._spans["entry_text"][0]
-            self.texts = HitTexts(
-                a["entry_text"],
-                a["entry_text_offsets"],
-                a["entry_text_dict"],
-                lambda start, end: self.file.need(at + start, at + end),
-            )
-            if len(self.texts) != len(self.entry_doc):
-                raise ValueError("entry_text does not have one text per entry")
         self.doc_retired: memoryview | None = a.get("doc_retired")
         """Per doc, 1 when it is retired (None in files written before it): a hit of a
         current doc in a library without reviewers has no pedigree to look up."""
@@ -176,6 +166,11 @@ class SearchIndex:
         for name in (f"{prefix}post_entry", f"{prefix}post_score"):
             at, size = self._spans[name]
             self.file.need(at + start * size, at + stop * size)
+
+    def _need_in(self, name: str, start: int, end: int) -> None:
+        """Verify bytes `start` to `end` of array `name` before they are read."""
+        at = self._spans[name][0]
+        self.file.need(at + start, at + end)
 
     def _need_terms(self, terms: Sequence[int], fields: Sequence[int]) -> None:
         """Verify the posting lists of `terms` in `fields`, in every group."""
