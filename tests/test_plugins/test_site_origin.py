@@ -171,6 +171,8 @@ def test_an_animated_link_runs_script_when_pressed(
     load(browser, unchecked + "animate/")
     assert browser.execute_script(ORIGIN) == ["link animated to javascript:alert('animate')"]
     browser.find_element(By.CSS_SELECTOR, "article svg a text").click()
+    # the javascript: navigation runs after the click returns: wait for it, then compare
+    WebDriverWait(browser, WAIT_S).until(lambda driver: ran(driver))
     assert ran(browser) == ["animate"]
 
 
