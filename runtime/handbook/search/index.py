@@ -164,8 +164,8 @@ class SearchIndex:
         they are read: a query reads its terms' posting lists, not the whole file."""
         prefix = RESOURCE if group else ""
         for name in (f"{prefix}post_entry", f"{prefix}post_score"):
-            at, size = self._spans[name]
-            self.file.need(at + start * size, at + stop * size)
+            size = self._spans[name][1]
+            self._need_in(name, start * size, stop * size)
 
     def _need_in(self, name: str, start: int, end: int) -> None:
         """Verify bytes `start` to `end` of array `name` before they are read."""
