@@ -55,7 +55,7 @@ class IdIndex:
         key = squeeze(wanted.strip()[:MAX_WANTED]).replace(b"\n", b"")
         if not key or not self.ids:
             return []
-        same = [self.ids[n] for n in self._starting(key, len(key) + 1, LIMIT)]
+        same = [self.ids[n] for n in self._lines(key, len(key) + 1, LIMIT, start=True)]
         containing = [self.ids[n] for n, _ in self._find(key, 0, LIMIT)]
         candidates = dict(self._anchored(key, start=True))
         candidates.update(self._anchored(key, start=False))
@@ -78,7 +78,7 @@ class IdIndex:
         for length in range(low, max(shortest, low - SLACK) - 1, -1):
             if len(found) >= CANDIDATES:
                 break
-            lines = self._starting(probe[:length], length, POOL, start)
+            lines = self._lines(probe[:length], length, POOL, start)
             found.update((n, self.table.line(n)) for n in lines)
         by_length = sorted(found.items(), key=lambda item: abs(len(item[1]) - len(key)))
         return by_length[:CANDIDATES]
@@ -88,6 +88,7 @@ class IdIndex:
         bytes, of the line read backwards for the order by end."""
         order = self.table.by_start if start else self.table.by_end
         line = self.table.line
+        assert order is not None  # called only for a table read from ids.bin
 
         def key(at: int) -> bytes:
             text = line(order[at])
@@ -98,17 +99,31 @@ class IdIndex:
     def _longest(self, probe: bytes, start: bool) -> int:
         """The length of the longest start of `probe` that a line starts with (a line
         read backwards, for the order by end): sorted, the lines sharing most with it
-        are the two beside the place it would take."""
+        are the two beside the place it would take. Without orders, a halving of the
+        length by substring searches."""
+        if self.table.by_start is None:
+            low, high = 0, len(probe)
+            while low < high:
+                mid = (low + high + 1) // 2
+                low, high = (
+                    (mid, high) if _framed(probe[:mid], start) in self.text else (low, mid - 1)
+                )
+            return low
         order, key = self._keyed(start, len(probe) + 1)
         at = bisect_left(range(len(order)), probe, key=key)
         near = [key(n) for n in (at - 1, at) if 0 <= n < len(order)]
         return max((_common(probe, line) for line in near), default=0)
 
-    def _starting(self, bound: bytes, length: int, limit: int, start: bool = True) -> list[int]:
+    def _lines(self, bound: bytes, length: int, limit: int, start: bool) -> list[int]:
         """The first `limit` line numbers, in catalog order, of the lines whose first
         `length` bytes (of the line read backwards, for `start` false) are `bound`: with
         `length` the length of `bound`, the lines starting with it; one more, the lines
-        equal to it."""
+        equal to it. Bisected in the orders, else found by substring searches."""
+        if self.table.by_start is None:
+            needle = _framed(bound, start)
+            if length > len(bound):  # the whole line
+                needle = b"\n" + bound + b"\n"
+            return [n for n, _ in self._find(needle, int(needle[:1] == b"\n"), limit)]
         order, key = self._keyed(start, length)
         places = range(len(order))
         low = bisect_left(places, bound, key=key)
@@ -133,6 +148,12 @@ class IdIndex:
             if line != last and 0 <= line < len(self.ids):
                 found, last = found + 1, line
                 yield line, text[begin + 1 : text.find(b"\n", begin + 1)]
+
+
+def _framed(probe: bytes, start: bool) -> bytes:
+    """`probe` as a line starts with it (after a line break), or, for a probe read
+    backwards, as a line ends with it (forwards, before a line break)."""
+    return b"\n" + probe if start else probe[::-1] + b"\n"
 
 
 def _closest(key: bytes, candidates: Sequence[bytes]) -> list[int]:
