@@ -6,6 +6,7 @@ file is refused naming it, and `handbook verify` checks it is exactly the build'
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import shutil
@@ -19,45 +20,74 @@ from test_format_versions import relist, rewrite
 
 from handbook import Library
 from handbook.bundle import id_table
+from handbook.bundle.catalog_offsets import PLACES, IdBytes
 from handbook.bundle.layout import CATALOG, CATALOG_OFFSETS, IDS
 from handbook.bundle.local import open_bundle
 from handbook.errors import FormatError, HashMismatchError
 
 IDS_LIST = ["device.acme.ac200", "device.acme.ac300", "guide.a", "guide.a", "guide.é-x"]
 SHA = hashlib.sha256(b"catalog").digest()
-HEAD = 8 + 12 + 32
+HEAD = 8 + 8 + 32
 
 
-def _integrity(answer: dict[str, Any]) -> str:
+def offsets_file(ids: list[str]) -> bytes:
+    """A catalog-offsets.bin holding `ids` (its entry ranges, which `IdBytes` does not
+    read, all zero)."""
+    encoded = [i.encode() for i in ids]
+    ends = list(itertools.accumulate(map(len, encoded), initial=0))
+    head = struct.pack("<4I", 1, len(ids), 0, 0) + SHA + bytes(8 * len(ids))
+    return b"HBCATOFF" + head + struct.pack(f"<{len(ends)}I", *ends) + b"".join(encoded)
+
+
+def table_of(ids: list[str]) -> id_table.IdTable:
+    """The table ids.bin and catalog-offsets.bin written for `ids` give a reader."""
+    table, sha = id_table.parse(id_table.dumps(ids, SHA), IdBytes(offsets_file(ids)))
+    assert sha == SHA.hex()
+    return table
+
+
+def _integrity(answer: dict[str, Any], name: str = IDS) -> str:
     assert answer.get("found") is not True
     error = answer["error"]
     assert error["code"] == "integrity_error", error
-    assert error["message"].startswith(f"{IDS}: "), error
+    assert error["message"].startswith(f"{name}: "), error
     return str(error["message"])
 
 
-def test_the_file_holds_the_table_made_in_memory() -> None:
+def test_the_file_holds_the_lines_and_orders_of_the_ids() -> None:
     rng = random.Random(5)
     ids = sorted(
         f"{rng.choice('abc')}.{rng.randrange(10**6)}-{rng.choice('xé')}" for _ in range(500)
     )
-    table, sha = id_table.parse(id_table.dumps(ids, SHA))
-    memory = id_table.of_ids(ids)
-    assert sha == SHA.hex() and list(table.ids) == ids and table.ids[-2:] == ids[-2:]
-    assert table.text == memory.text
+    table, memory = table_of(ids), id_table.of_ids(ids)
+    assert list(table.ids) == ids and table.ids[-2:] == ids[-2:] and table.text == memory.text
     assert memory.by_start is None and memory.by_end is None  # searched line by line
     assert table.by_start is not None and table.by_end is not None
     assert (list(table.by_start), list(table.by_end)) == id_table.orders(memory)
     lines = [table.line(n) for n in range(len(ids))]
+    assert lines == [memory.line(n) for n in range(len(ids))] == memory.text[1:-1].split(b"\n")
     assert [lines[n] for n in table.by_start] == sorted(lines)
     assert [lines[n][::-1] for n in table.by_end] == sorted(line[::-1] for line in lines)
-    assert all(table.holds(i) for i in ids)
-    assert not any(table.holds(i + "x") or table.holds(i.upper()) for i in ids[:50])
+
+
+def test_an_unknown_id_is_told_from_the_offsets_files_bytes() -> None:
+    """Exact whatever the ids' order: found places that are not an id's are skipped; an
+    id whose bytes occur in too many places is left to `CatalogOffsets`."""
+    ids = ["ab", "abab", "b.ab", "ba", "guide.é", "x" * 300]
+    found = IdBytes(offsets_file(ids))
+    shuffled = IdBytes(offsets_file(ids[::-1]))
+    for view in (found, shuffled):
+        assert not any(view.absent(i) for i in ids)
+        assert all(view.absent(i) for i in ["a", "bab", "aba", "b.a", "guide.", "é", "\ud800", "y"])
+        assert not view.absent("")  # never an id; left to the usual lookup
+    many = IdBytes(offsets_file([f"x{n:03}" for n in range(PLACES + 1)]))
+    assert many.absent("y") and many.absent("x0") is False  # 65 places: not told
+    assert many.absent("x000") is False and many.absent("x0000")
 
 
 def test_an_empty_library_has_an_empty_table() -> None:
-    table, _ = id_table.parse(id_table.dumps([], SHA))
-    assert len(table.ids) == 0 and not table.holds("a")
+    table = table_of([])
+    assert len(table.ids) == 0 and table.text == b"\n\n"
 
 
 def _set(data: bytearray, at: int, value: int) -> bytes:
@@ -72,24 +102,16 @@ def _set(data: bytearray, at: int, value: int) -> bytes:
         (lambda d: d[:30], "no HBDOCIDS header"),
         (lambda d: _set(d, 8, 2), "version 2; this reader knows version 1"),
         (lambda d: _set(d, 12, 10**6), "too short for 1,000,000 docs"),
-        (lambda d: d[:-1], "do not fill the end"),
-        (lambda d: bytes(d) + b"x", "do not fill the end"),
-        (lambda d: _set(d, 16, struct.unpack_from("<I", d, 16)[0] - 1), "do not fill the end"),
-        (lambda d: _set(d, HEAD, 1), "do not fill the end"),
+        (lambda d: _set(d, 12, 4), "lists 4 docs, catalog-offsets.bin 5"),
+        (lambda d: d[:-1], "not framed by line breaks"),
+        (lambda d: bytes(d) + b"x", "not framed by line breaks"),
+        (lambda d: d[: HEAD + 40] + b"x" + d[HEAD + 40 :], "not framed by line breaks"),
     ],
 )
 def test_a_file_whose_sizes_do_not_add_up_is_refused_at_parse(change: Any, message: str) -> None:
     data = bytearray(id_table.dumps(IDS_LIST, SHA))
     with pytest.raises(FormatError, match=f"^{IDS}: .*{message}"):
-        id_table.parse(change(data))
-
-
-def test_text_not_framed_by_line_breaks_is_refused() -> None:
-    data = bytearray(id_table.dumps(IDS_LIST, SHA))
-    text_at = HEAD + 4 * (3 * len(IDS_LIST) + 1)
-    data[text_at] = ord("x")
-    with pytest.raises(FormatError, match=f"^{IDS}: its squeezed ids are not framed"):
-        id_table.parse(bytes(data))
+        id_table.parse(change(data), IdBytes(offsets_file(IDS_LIST)))
 
 
 def test_hostile_orders_and_ids_are_refused_when_used() -> None:
@@ -97,33 +119,37 @@ def test_hostile_orders_and_ids_are_refused_when_used() -> None:
     that is not UTF-8: refused naming the file when the suggestion reaches them."""
     from handbook.handlers.suggestions import IdIndex
 
-    docs = len(IDS_LIST)
-    by_start = HEAD + 4 * (docs + 1)
+    ids = IdBytes(offsets_file(IDS_LIST))
     data = bytearray(id_table.dumps(IDS_LIST, SHA))
-    hostile = id_table.parse(_set(data, by_start + 4, 99))[0]
+    hostile, _ = id_table.parse(_set(data, HEAD + 4, 99), ids)
     with pytest.raises(FormatError, match=f"^{IDS}: line 99 of 5"):
         IdIndex(hostile).suggest("device.acme.ac2000")
-    data = bytearray(id_table.dumps(IDS_LIST, SHA))
-    reversed_range = id_table.parse(_set(data, HEAD + 4, 40))[0]
-    with pytest.raises(FormatError, match=f"^{IDS}: the range of id 1 is out of order"):
-        reversed_range.holds("device.acme.ac200")
-    data = bytearray(id_table.dumps(IDS_LIST, SHA))
-    data[-1] = 0xFF  # the last byte of the last id: "guide.é-x"
-    with pytest.raises(FormatError, match=f"^{IDS}: id 4 is not UTF-8"):
-        id_table.parse(bytes(data))[0].ids[4]
+    offsets = bytearray(offsets_file(IDS_LIST))
+    at = 8 + 16 + 32 + 8 * len(IDS_LIST)  # the id offsets
+    reversed_range = IdBytes(_set(offsets, at + 4, 40))
+    with pytest.raises(FormatError, match=f"^{CATALOG_OFFSETS}: the range of id 1 is out"):
+        reversed_range[1]
+    offsets = bytearray(offsets_file(IDS_LIST))
+    offsets[-1] = 0xFF  # the last byte of the last id: "guide.é-x"
+    with pytest.raises(FormatError, match=f"^{CATALOG_OFFSETS}: id 4 is not UTF-8"):
+        IdBytes(bytes(offsets))[-1]
 
 
 # -- in a bundle ------------------------------------------------------------------------
 
 
 def test_an_unknown_id_is_answered_from_ids_bin_alone(plant_floor_bundle: Path) -> None:
+    """Neither the catalog nor its ids cut (`CatalogOffsets`): catalog-offsets.bin's bytes
+    are searched, ids.bin's orders bisected. A known id reads no ids.bin."""
     lib = Library.open(plant_floor_bundle, [PUBLIC])
     assert IDS in lib.bundle.manifest.signed.files
     answer = lib.get("device.acme.ac-2000")
     assert answer["found"] is False and answer["suggestions"][0] == "device.acme.ac200"
-    assert IDS in lib.bundle._core
-    assert CATALOG_OFFSETS not in lib.bundle._core and CATALOG not in lib.bundle._core
-    assert lib.get("device.acme.ac200")["found"] is True  # a known id reads on as before
+    assert IDS in lib.bundle._core and CATALOG_OFFSETS in lib.bundle._core
+    assert lib.bundle._offsets_read is None and CATALOG not in lib.bundle._core
+    known = Library.open(plant_floor_bundle, [PUBLIC])
+    assert known.get("device.acme.ac200")["found"] is True
+    assert IDS not in known.bundle._core
 
 
 def test_a_tampered_ids_file_is_refused_naming_it(plant_floor_bundle: Path, tmp_path: Path) -> None:
@@ -134,8 +160,8 @@ def test_a_tampered_ids_file_is_refused_naming_it(plant_floor_bundle: Path, tmp_
     (folder / IDS).write_bytes(bytes(data))
     lib = Library.open(folder, [PUBLIC])
     assert "observed sha256" in _integrity(lib.get("device.acme.ac-2000"))
-    assert "observed sha256" in _integrity(lib.get("device.acme.ac200"))  # never parsed
     assert lib.status()["integrity_error"].startswith(f"{IDS}: ")
+    assert lib.get("device.acme.ac200")["found"] is True  # a known id does not need it
     with pytest.raises(HashMismatchError, match=IDS):
         open_bundle(folder, [PUBLIC])
 
@@ -174,8 +200,7 @@ def test_an_order_past_the_last_line_is_refused_on_use(
     plant_floor_bundle: Path, tmp_path: Path
 ) -> None:
     def change(data: bytearray) -> bytes:
-        docs = struct.unpack_from("<I", data, 12)[0]
-        return _set(data, HEAD + 4 * (docs + 1), 10**6)  # the first line by start
+        return _set(data, HEAD, 10**6)  # the first line by start
 
     lib = _resigned(plant_floor_bundle, tmp_path, change)
     assert "line 1000000" in _integrity(lib.get("device.acme.ac-2000"))
@@ -204,5 +229,5 @@ def test_a_file_for_another_catalog_or_none_falls_back_to_the_catalogs_ids(
         folder = rewrite(plant_floor_bundle, tmp_path / name, change)
         lib = Library.open(folder, [PUBLIC])
         assert lib.get("device.acme.ac-2000") == expected
-        assert lib.snapshot.id_file is None
+        assert lib.snapshot.id_files.table() is None
         open_bundle(folder, [PUBLIC])  # a full verification accepts both

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from conftest import PUBLIC, REAL_SITES, shared_data
+from test_id_table import table_of
 
 from handbook import Library
-from handbook.bundle import id_table
 from handbook.handlers import suggestions
 from handbook.handlers.suggestions import IdIndex
 
@@ -259,8 +259,7 @@ def _assert_same_as_before(ids: list[str], misses: Iterator[str]) -> int:
     """Both the index made in memory and the one read from ids.bin suggest exactly what
     the line search did; the number of ids compared."""
     before, memory = _LineSearch(ids), IdIndex(ids)
-    table, _ = id_table.parse(id_table.dumps(ids, bytes(32)))
-    from_file = IdIndex(table)
+    from_file = IdIndex(table_of(ids))
     compared = 0
     for wanted in misses:
         expected = before.suggest(wanted)

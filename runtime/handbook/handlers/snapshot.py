@@ -19,7 +19,7 @@ from typing import Any, cast
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
 from ..bundle.catalog import DocEntry, SectionEntry, passages
-from ..bundle.id_table import IdTable, from_bundle
+from ..bundle.id_table import BundleIds
 from ..bundle.layout import SEARCH
 from ..bundle.local import Bundle
 from ..pedigree.derived import Ledger, retirement
@@ -188,8 +188,8 @@ class Snapshot:
     def doc(self, doc_id: str) -> DocEntry | None:
         """The entry of `doc_id` (or `<this library>:<id>`) in the default language, or None."""
         wanted = doc_id.strip().removeprefix(f"{self.name}:")
-        if "by_id" not in self.__dict__ and self.id_file and not self.id_file.holds(wanted):
-            return None  # told by ids.bin alone: catalog-offsets.bin is not even read
+        if "by_id" not in self.__dict__ and self.id_files.absent(wanted):
+            return None  # from catalog-offsets.bin's bytes: its ids are not even cut
         if "by_id" not in self.__dict__ and (alone := self.bundle.docs_with_id(wanted)) is not None:
             chosen = None  # as `by_id` chooses: the one in the default language, or the first
             for doc in alone:
@@ -217,16 +217,15 @@ class Snapshot:
         return self.bundle.read(doc.content)
 
     @cached_property
-    def id_file(self) -> IdTable | None:
-        """The bundle's ids.bin, when it has one written for its catalog.json."""
-        signed = self.bundle.manifest.signed
-        return from_bundle(signed.files, signed.docs, self.bundle.read)
+    def id_files(self) -> BundleIds:
+        """The ids of catalog-offsets.bin and ids.bin, each file read when first needed."""
+        return BundleIds(self.bundle.manifest.signed, self.bundle.read)
 
     @cached_property
     def id_index(self) -> IdIndex:
         """The ids suggestions come from: ids.bin, else the ids of catalog-offsets.bin
         where the bundle has it (the catalog is not parsed)."""
-        return IdIndex(self.id_file or self.bundle.doc_ids())
+        return IdIndex(self.id_files.table() or self.bundle.doc_ids())
 
     def suggest(self, doc_id: str) -> list[str]:
         """Ids close to `doc_id`: the same but for case and punctuation, similar
