@@ -157,10 +157,11 @@ class IdBytes(Sequence[str]):
 
     def encoded(self, n: int) -> bytes:
         """The UTF-8 bytes of the n-th id."""
-        if not 0 <= n < self._docs or self._offsets[n] > self._offsets[n + 1]:
-            raise _refuse(f"the range of id {n} is out of order")
-        start, end = self._offsets[n], self._offsets[n + 1]
-        return self._data[self._at + start : self._at + end]
+        if 0 <= n < self._docs:
+            start, end = self._offsets[n], self._offsets[n + 1]
+            if start <= end:
+                return self._data[self._at + start : self._at + end]
+        raise _refuse(f"the range of id {n} is out of order")
 
     @overload
     def __getitem__(self, n: int) -> str: ...

@@ -35,6 +35,8 @@ MAGIC = b"HBDOCIDS"
 VERSION = 1
 _HEAD = len(MAGIC) + 8 + 32
 _DROP = bytes(b for b in range(128) if not chr(b).isalnum() and b != 0x0A)
+_DROP_LINE = _DROP + b"\n"
+"""What squeezing one id drops: a line break too."""
 
 
 def squeeze(text: str) -> bytes:
@@ -68,7 +70,7 @@ class IdTable:
             raise _refuse(f"line {n} of {self._docs} named")
         if self._encoded is None:
             return squeeze(self.ids[n]).replace(b"\n", b"")
-        return self._encoded(n).lower().translate(None, _DROP).replace(b"\n", b"")
+        return self._encoded(n).lower().translate(None, _DROP_LINE)
 
 
 def of_ids(ids: Sequence[str]) -> IdTable:
