@@ -135,13 +135,16 @@ class BundleIds:
         self.signed, self.read = signed, read
         self._ids: IdBytes | None = None
         self._table: IdTable | None = None
+        self._tried: set[str] = set()
+        """The files read already, whether used or not (written for another catalog)."""
 
     def _bytes(self) -> IdBytes | None:
         files = self.signed.files
-        if self._ids is None and CATALOG_OFFSETS in files and CATALOG in files:
+        if CATALOG_OFFSETS not in self._tried and CATALOG_OFFSETS in files and CATALOG in files:
             ids = IdBytes(self.read(CATALOG_OFFSETS))
             if ids.catalog_sha256 == files[CATALOG].sha256 and len(ids) == self.signed.docs:
                 self._ids = ids  # else the bundle reads the catalog its own way
+            self._tried.add(CATALOG_OFFSETS)
         return self._ids
 
     def absent(self, doc_id: str) -> bool:
@@ -151,10 +154,11 @@ class BundleIds:
 
     def table(self) -> IdTable | None:
         """ids.bin's table, when the bundle has one written for its catalog.json."""
-        if self._table is None and IDS in self.signed.files and (ids := self._bytes()) is not None:
+        if IDS not in self._tried and IDS in self.signed.files and (ids := self._bytes()):
             table, catalog_sha256 = parse(self.read(IDS), ids)
             if catalog_sha256 == self.signed.files[CATALOG].sha256:
                 self._table = table
+            self._tried.add(IDS)
         return self._table
 
 
