@@ -178,10 +178,10 @@ class IdBytes(Sequence[str]):
             raise _refuse(f"id {n % self._docs} is not UTF-8") from None
 
     def absent(self, doc_id: str) -> bool:
-        """True when no id is `doc_id`: its bytes are searched in the ids and each place
-        found looked up in the id offsets, in C, whatever the ids' order (exact for any
-        file `CatalogOffsets` accepts, whose offsets rise). False when an id is, or when
-        the bytes occur in more than `PLACES` places (`CatalogOffsets` answers then)."""
+        """True when no id is `doc_id`: its bytes are searched in the ids (in C) and each
+        place found looked up in the id offsets, whatever the ids' order (exact for any
+        file whose offsets rise, as `CatalogOffsets` requires). False when an id is, or
+        when the bytes occur in more than `PLACES` places (`CatalogOffsets` answers)."""
         try:
             needle = doc_id.encode()
         except UnicodeEncodeError:  # a lone surrogate: no UTF-8 id holds one
@@ -192,18 +192,10 @@ class IdBytes(Sequence[str]):
             if found < 0:
                 return True
             place = found - self._at
-            k = _index(offsets, place)
-            if 0 <= k < self._docs and offsets[k + 1] == place + len(needle):
+            k = bisect_left(offsets, place)
+            if k < self._docs and offsets[k] == place and offsets[k + 1] == place + len(needle):
                 return False
         return False
-
-
-def _index(values: array[int], value: int) -> int:
-    """The first place holding `value`, or -1 (a scan in C)."""
-    try:
-        return values.index(value)
-    except ValueError:
-        return -1
 
 
 def _sorted(values: list[Any]) -> bool:
