@@ -55,23 +55,23 @@ class IdIndex:
         key = squeeze(wanted.strip()[:MAX_WANTED]).replace(b"\n", b"")
         if not key or not self.ids:
             return []
-        same = [self.ids[n] for n in self._lines(key, len(key) + 1, LIMIT, start=True)]
+        starts = self._longest(key, start=True)  # the longest start of it any id has
+        equal = self._lines(key, len(key) + 1, LIMIT, start=True) if starts == len(key) else []
+        same = [self.ids[n] for n in equal]
         containing = [self.ids[n] for n, _ in self._find(key, 0, LIMIT)]
-        candidates = dict(self._anchored(key, start=True))
-        candidates.update(self._anchored(key, start=False))
+        candidates = dict(self._anchored(key, starts, start=True))
+        candidates.update(self._anchored(key[::-1], self._longest(key[::-1], start=False), False))
         order, lines = list(candidates), list(candidates.values())
         close = [self.ids[order[n]] for n in _closest(key, lines)]
         held = [self.ids[n] for n, line in candidates.items() if line in key]
         return list(dict.fromkeys([*same, *close, *containing, *held]))[:LIMIT]
 
-    def _anchored(self, key: bytes, start: bool) -> list[tuple[int, bytes]]:
-        """Ids (number, squeezed line) that start (or end) like `key`: those sharing the
-        longest start (end) of it any id has, or up to `SLACK` characters less while
-        they are few (`pressurev2` shares one more with `pressure-valve` than with
-        `pressure`), the closest in length first."""
-        probe = key if start else key[::-1]
-        low = self._longest(probe, start)  # the longest start (end) any line shares
-        shortest = min(MIN_ANCHOR, len(key))
+    def _anchored(self, probe: bytes, low: int, start: bool) -> list[tuple[int, bytes]]:
+        """Ids (number, squeezed line) that start (or end) like the wanted `probe` (read
+        backwards for the end): those sharing its longest start (end) any id has, `low`
+        bytes, or up to `SLACK` bytes less while they are few (`pressurev2` shares one
+        more with `pressure-valve` than with `pressure`), the closest in length first."""
+        shortest = min(MIN_ANCHOR, len(probe))
         if low < shortest:
             return []
         found: dict[int, bytes] = {}
@@ -80,7 +80,7 @@ class IdIndex:
                 break
             lines = self._lines(probe[:length], length, POOL, start)
             found.update((n, self.table.line(n)) for n in lines)
-        by_length = sorted(found.items(), key=lambda item: abs(len(item[1]) - len(key)))
+        by_length = sorted(found.items(), key=lambda item: abs(len(item[1]) - len(probe)))
         return by_length[:CANDIDATES]
 
     def _keyed(self, start: bool, length: int) -> tuple[Sequence[int], Callable[[int], bytes]]:
