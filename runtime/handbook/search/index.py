@@ -19,6 +19,7 @@ same count, hits, order and floats.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import itertools
 import math
@@ -36,14 +37,23 @@ from .array_loading import ARRAYS, load_arrays
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
 from .hit_texts import HitTexts
-from .postings import Strings, read_arrays, read_group
+from .postings import CheckedStrings, Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
 
-LAZY_ARRAYS = ("post_entry", "post_score", "entry_text", "excerpt_text")
+LAZY_STRINGS = ("entry_title", "entry_anchor", "entry_sub_title", "entry_sub_anchor")
+"""The per-entry string tables, verified by the items a hit reads (`CheckedStrings`)."""
+LAZY_ARRAYS = (
+    "post_entry",
+    "post_score",
+    "entry_text",
+    "excerpt_text",
+    *LAZY_STRINGS,
+    *(f"{name}_offsets" for name in LAZY_STRINGS),
+)
 """The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
-the excerpt texts), with their ``resource_`` twins: most of the file at any size. Every
-other array is verified whole when the index is opened."""
+the excerpt texts, the hits' titles and anchors), with their ``resource_`` twins: most
+of the file at any size. Every other array is verified whole when the index is opened."""
 
 if TYPE_CHECKING:
     from .array_scoring import ArrayPostings
@@ -90,6 +100,7 @@ class SearchIndex:
     def _load(self, data: bytes) -> None:
         header, self._arrays = read_arrays(data)
         self._spans = _verify_arrays(self.file, header)
+        self._strings: dict[str, Strings] = {}
         self.fields: list[str] = list(header["fields"])
         if not all(isinstance(f, str) for f in self.fields):
             raise TypeError("fields must be names")
@@ -183,7 +194,19 @@ class SearchIndex:
                         self.need_postings(g, start, stop)
 
     def strings(self, name: str) -> Strings:
-        return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
+        """A string table, made once; one of the `LAZY_STRINGS` verifies each item as it
+        is first read."""
+        if name in self._strings:
+            return self._strings[name]
+        blob, offsets = self._arrays[name], self._arrays[f"{name}_offsets"]
+        table = Strings(blob, offsets)
+        if name in self._spans:
+            need_blob = functools.partial(self._need_in, name)
+            table = CheckedStrings(
+                blob, offsets, need_blob, functools.partial(self._need_in, f"{name}_offsets")
+            )
+        self._strings[name] = table
+        return table
 
     @property
     def terms(self) -> list[str]:
