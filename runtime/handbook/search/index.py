@@ -52,8 +52,13 @@ LAZY_ARRAYS = (
     *(f"{name}_offsets" for name in LAZY_STRINGS),
 )
 """The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
-the excerpt texts, the hits' titles and anchors), with their ``resource_`` twins: most
-of the file at any size. Every other array is verified whole when the index is opened."""
+the excerpt texts, the hits' titles and anchors), with their ``resource_`` twins, and the
+term table (`TERM_TABLE`): most of the file at any size. Every other array is verified
+whole when the index is opened."""
+TERM_TABLE = ("terms", "terms_offsets")
+"""The term table, verified by the items a word's bisection reads (whole for the first
+wildcard or fuzzy word). It has no ``resource_`` twin: ``resource_terms`` numbers the
+terms an attached file's postings have, and is verified at open."""
 
 if TYPE_CHECKING:
     from .array_scoring import ArrayPostings
@@ -214,6 +219,8 @@ class SearchIndex:
         first such query; exact words are found in the blob by bisection)."""
         if self._terms is None:
             table = self.term_table
+            self._need_in("terms", 0, len(table.blob))
+            self._need_in("terms_offsets", 0, table.offsets.nbytes)
             blob = bytes(table.blob)
             self._terms = [
                 blob[table.offsets[i] : table.offsets[i + 1]].decode("utf-8")
@@ -376,7 +383,7 @@ def _verify_arrays(file: Ranged, header: dict[str, Any]) -> dict[str, tuple[int,
     """Verify every array of the search file but the `LAZY_ARRAYS`; (where each of those
     starts in the file, its item size), for the ranges read later."""
     base = 16 + int.from_bytes(file[12:16], "little")
-    lazy = {*LAZY_ARRAYS, *(RESOURCE + name for name in LAZY_ARRAYS)}
+    lazy = {*LAZY_ARRAYS, *(RESOURCE + name for name in LAZY_ARRAYS), *TERM_TABLE}
     spans = {}
     for name, (offset, count, typecode) in header["arrays"].items():
         size = array(typecode).itemsize
