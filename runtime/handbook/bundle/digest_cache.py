@@ -48,18 +48,27 @@ class DigestCache:
     def read(self, entry: FileEntry) -> bytes | None:
         """The cached file for `entry` when it is there and still matches (re-hashed on
         every use); None otherwise."""
-        try:
-            fd = os.open(self.objects / entry.sha256, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        fd = self.open(entry)
+        if fd is None:
             return None
         with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
-                return None
             data = fh.read(entry.bytes + 1)
         if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
             return None
         return data
+
+    def open(self, entry: FileEntry) -> int | None:
+        """A descriptor of the cached file for `entry` when it is a regular file of
+        `entry`'s size (not a link), its bytes unchecked; None otherwise."""
+        try:
+            fd = os.open(self.objects / entry.sha256, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
+            os.close(fd)
+            return None
+        return fd
 
     def store(self, sha256: str, data: bytes) -> None:
         """Keep `data` (already verified) as `objects/<sha256>`."""
