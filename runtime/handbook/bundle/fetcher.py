@@ -166,6 +166,7 @@ class HttpFetcher:
         except DownloadError:
             raise
         except urllib.error.HTTPError as exc:
+            exc.close()  # the response it holds (a refused redirect's, a 416's)
             if exc.code in (403, 404, 410):  # object stores answer 403 for a missing key
                 raise NotFound(f"{name}: {url} answered 404 {exc.reason}") from None
             if exc.code == 416:  # the range lies past the end of the server's file

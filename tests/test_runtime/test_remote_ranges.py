@@ -1,0 +1,362 @@
+"""A remote bundle's files with chunk hashes (`chunks.bin`) are read by HTTP ranges: only
+the chunks a call reads, adjacent ones in one request, each verified before use and
+cached by its own sha256 only then. A host that ignores `Range` is read whole, as
+before. A host that lies about a range (another range or size, a short or long body,
+other bytes, a compressed range, a 416, a redirect to another host) is refused naming
+the file and the bytes, and nothing it sent is kept. Against a real loopback server."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from conftest import KEY, PUBLIC, ROOT, loopback_server
+
+from handbook import Library
+from handbook.bundle.chunks import ChunkHashes
+from handbook.bundle.layout import CATALOG, CHUNKS, MANIFEST, SEARCH
+from handbook.bundle.manifest import Manifest
+from handbook.bundle.ranged import ChunkedFile, Whole
+from handbook_build import load_config
+from handbook_build.pipeline import build
+from handbook_build.write import seal
+
+EXAMPLE = ROOT / "examples" / "plant-floor" / "mkdocs.yml"
+DOC = "device.acme.ac200"
+QUERY = "compressor"
+SMALL = 1024
+
+Files = dict[str, bytes]
+
+
+def files_of(folder: Path) -> Files:
+    root = folder.resolve()
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The example with chunk hashes of every file above 1 KiB in 1 KiB chunks (the
+    build's 64 KiB above 1 MiB is never reached by the example), and a version 2.0.0
+    whose index page says more (so its search file differs)."""
+    base = tmp_path_factory.mktemp("ranges")
+    shutil.copytree(EXAMPLE.parent, base / "v2-src")
+    index = base / "v2-src" / "docs" / "index.md"
+    index.write_text(index.read_text() + "\nThe compressor manual was revised.\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seal, "CHUNK_BYTES", SMALL)
+        mp.setattr(seal, "CHUNKED_ABOVE", SMALL)
+        build(load_config(EXAMPLE), base / "v1", KEY)
+        v2 = load_config(base / "v2-src" / EXAMPLE.name)
+        build(dataclasses.replace(v2, version="2.0.0"), base / "v2", KEY)
+    return {name: Path(os.path.realpath(base / name)) for name in ("v1", "v2")}
+
+
+@pytest.fixture(scope="module")
+def versions(folders: dict[str, Path]) -> dict[str, Files]:
+    return {name: files_of(folder) for name, folder in folders.items()}
+
+
+def with_objects(files: Files) -> Files:
+    out = dict(files)
+    for name, data in files.items():
+        if name != MANIFEST:
+            out[f"objects/{hashlib.sha256(data).hexdigest()}"] = data
+    return out
+
+
+class Handler(BaseHTTPRequestHandler):
+    """GET /<site>/<path> from `sites`, honouring a single `Range` unless the site's mode
+    says otherwise: `ignore` (200 with the whole file), or a lie told to every range
+    request (see `_lie`). Each request is recorded with its Range header, each body's
+    length too."""
+
+    sites: ClassVar[dict[str, Files]] = {}
+    modes: ClassVar[dict[str, str]] = {}
+    liars: ClassVar[set[str]] = set()
+    """The paths a lying site lies about: search.bin, at its path and as an object."""
+    requests: ClassVar[list[tuple[str, str | None]]] = []
+    sent: ClassVar[list[tuple[str, int]]] = []
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        site, _, name = self.path.lstrip("/").partition("/")
+        asked = self.headers.get("Range")
+        with self.lock:
+            self.requests.append((f"{site}/{name}", asked))
+            data = self.sites.get(site, {}).get(name)
+            mode = self.modes.get(site, "honour")
+        if data is None:
+            self.send_error(404)
+            return
+        found = re.fullmatch(r"bytes=(\d+)-(\d+)", asked or "")
+        if found is None or mode == "ignore" or (mode != "honour" and name not in self.liars):
+            self._send(200, data, {}, name)
+            return
+        first, last = int(found[1]), int(found[2])
+        headers = {"Content-Range": f"bytes {first}-{last}/{len(data)}"}
+        self._lie(mode, data, first, last, headers, name)
+
+    def _lie(
+        self, mode: str, data: bytes, first: int, last: int, headers: dict[str, str], name: str
+    ) -> None:
+        body = data[first : last + 1]
+        if mode == "416":
+            self._send(416, b"", {"Content-Range": f"bytes */{len(data)}"}, name)
+            return
+        if mode == "redirect":  # to another host name (nothing listens there)
+            self.send_response(302)
+            self.send_header("Location", f"http://localhost:1{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if mode == "shifted":  # the next bytes, announced as such
+            body = data[first + 1 : last + 2]
+            headers["Content-Range"] = f"bytes {first + 1}-{last + 1}/{len(data)}"
+        elif mode == "other-size":
+            headers["Content-Range"] = f"bytes {first}-{last}/{len(data) + 1}"
+        elif mode == "no-content-range":
+            headers = {"Content-Type": "multipart/byteranges; boundary=x"}
+        elif mode == "short":
+            body = body[:-1]
+        elif mode == "cut":  # announces the range's length, sends less, closes
+            headers["Content-Length"] = str(len(body))
+            body = body[:-1]
+        elif mode == "long":
+            body += b"x"
+        elif mode == "flipped":
+            body = bytes([body[0] ^ 1]) + body[1:]
+        elif mode == "gzip":
+            body, headers["Content-Encoding"] = gzip.compress(body, mtime=0), "gzip"
+        self._send(206, body, headers, name)
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str], name: str) -> None:
+        with self.lock:
+            self.sent.append((name, len(body)))
+        self.send_response(status)
+        headers.setdefault("Content-Length", str(len(body)))
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
+        if status == 206 and int(headers["Content-Length"]) > len(body):
+            self.close_connection = True
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with loopback_server(Handler) as url:
+        yield url
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> dict[str, Path]:
+    Handler.requests.clear()
+    Handler.sent.clear()
+    return {"cache_dir": tmp_path / "cache", "state_dir": tmp_path / "state"}
+
+
+def publish(site: str, files: Files, mode: str = "honour") -> None:
+    Handler.sites[site] = dict(files)
+    Handler.modes[site] = mode
+    Handler.liars |= {SEARCH, f"objects/{hashlib.sha256(files[SEARCH]).hexdigest()}"}
+
+
+def open_url(server: str, site: str, dirs: dict[str, Path]) -> Library:
+    return Library.open(f"{server}/{site}/", [PUBLIC], **dirs)
+
+
+def ranges_of(site: str, files: Files, name: str) -> list[tuple[int, int]]:
+    """The byte ranges asked of `name` under `site` (at its path or its object, when
+    the site publishes it there: not the reader's probe of `objects/`)."""
+    paths = {f"{site}/{name}", f"{site}/objects/{hashlib.sha256(files[name]).hexdigest()}"}
+    paths = {path for path in paths if path.partition("/")[2] in Handler.sites[site]}
+    out = []
+    for path, asked in Handler.requests:
+        if path in paths and asked:
+            first, last = map(int, asked.removeprefix("bytes=").split("-"))
+            out.append((first, last + 1))
+    return out
+
+
+def asked_ranges() -> list[str]:
+    return [asked for _, asked in Handler.requests if asked]
+
+
+def whole_sent(site_files: Files, name: str) -> bool:
+    return (name, len(site_files[name])) in Handler.sent
+
+
+def chunk_names(files: Files, name: str) -> set[str]:
+    """The sha256 of each chunk of `name`: the names its verified chunks are cached by."""
+    listed = Manifest.from_bytes(files[MANIFEST]).signed.files
+    chunked = ChunkHashes(files[CHUNKS], listed).of(name, listed[name])
+    assert chunked is not None
+    return {chunked.digest(n).hex() for n in range(len(chunked))}
+
+
+def cached(dirs: dict[str, Path]) -> set[str]:
+    return {p.name for p in (dirs["cache_dir"] / "objects").iterdir()}
+
+
+@pytest.mark.parametrize("layout", ["plain", "objects"])
+def test_a_search_and_a_get_fetch_only_the_chunks_they_read(
+    server: str,
+    dirs: dict[str, Path],
+    folders: dict[str, Path],
+    versions: dict[str, Files],
+    layout: str,
+) -> None:
+    files = versions["v1"]
+    site = f"honour-{layout}"
+    publish(site, with_objects(files) if layout == "objects" else files)
+    local = Library.open(folders["v1"], [PUBLIC])
+    lazy = open_url(server, site, dirs)
+    assert lazy.search(QUERY) == local.search(QUERY)
+    assert lazy.get(DOC) == local.get(DOC)
+    search = lazy.bundle.ranged(SEARCH)
+    assert isinstance(search, ChunkedFile) and 0 < sum(search._done) < len(search._done)
+    asked = ranges_of(site, files, SEARCH)
+    assert asked and not whole_sent(files, SEARCH) and not whole_sent(files, CATALOG)
+    fetched = sum(end - start for start, end in asked)
+    size = len(files[SEARCH])
+    verified = [
+        min(size, (n + 1) * SMALL) - n * SMALL for n, done in enumerate(search._done) if done
+    ]
+    assert fetched == sum(verified)  # each chunk fetched once, only the ones read
+    assert any(end - start > SMALL for start, end in asked)  # adjacent chunks: one request
+    assert all(start % SMALL == 0 for start, _ in asked)
+    at_objects = [p for p, r in Handler.requests if r and "/objects/" in f"/{p}"]
+    assert bool(at_objects) == (layout == "objects")
+    assert isinstance(lazy.bundle.ranged(CATALOG), ChunkedFile)
+
+
+def test_verified_chunks_are_cached_and_a_poisoned_one_is_fetched_again(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    files = versions["v1"]
+    publish("cache", files)
+    first = open_url(server, "cache", dirs).search(QUERY)
+    kept = cached(dirs) & chunk_names(files, SEARCH)
+    assert kept
+    Handler.requests.clear()
+    again = open_url(server, "cache", dirs)
+    assert again.search(QUERY)["hits"] == first["hits"]
+    assert ranges_of("cache", files, SEARCH) == []  # every chunk from the cache, re-hashed
+    poisoned = sorted(kept)[0]
+    path = dirs["cache_dir"] / "objects" / poisoned
+    path.write_bytes(bytes([path.read_bytes()[0] ^ 1]) + path.read_bytes()[1:])
+    Handler.requests.clear()
+    third = open_url(server, "cache", dirs)
+    assert third.search(QUERY)["hits"] == first["hits"]
+    assert len(ranges_of("cache", files, SEARCH)) == 1  # that chunk alone, fetched again
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == poisoned  # and replaced
+
+
+def test_a_whole_file_in_the_cache_gives_its_chunks(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    """An eager fetch left every file whole in the cache: a lazy reader takes the
+    chunks it needs from there, hashing each, without asking the host."""
+    files = versions["v1"]
+    publish("eager", files)
+    Library.open(f"{server}/eager/", [PUBLIC], lazy=False, **dirs)
+    assert not cached(dirs) & chunk_names(files, SEARCH)
+    Handler.requests.clear()
+    Handler.sent.clear()
+    lazy = open_url(server, "eager", dirs)
+    assert lazy.search(QUERY)["count"] > 0
+    assert isinstance(lazy.bundle.ranged(SEARCH), ChunkedFile)
+    assert ranges_of("eager", files, SEARCH) == [] and not whole_sent(files, SEARCH)
+
+
+def test_a_host_that_ignores_range_is_read_whole(
+    server: str, dirs: dict[str, Path], folders: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    files = versions["v1"]
+    publish("ignore", files, "ignore")
+    local = Library.open(folders["v1"], [PUBLIC])
+    lazy = open_url(server, "ignore", dirs)
+    assert lazy.search(QUERY) == local.search(QUERY)
+    assert lazy.get(DOC) == local.get(DOC)
+    assert whole_sent(files, SEARCH)
+    assert len(asked_ranges()) == 1  # one range asked, answered whole: whole files since
+    assert isinstance(lazy.bundle.ranged(CATALOG), Whole)
+    assert hashlib.sha256(files[SEARCH]).hexdigest() in cached(dirs)  # as any whole file
+
+
+LIES = [
+    ("shifted", r"answered 206 with Content-Range 'bytes \d+-\d+/\d+', not 'bytes 0-"),
+    ("other-size", r"answered 206 with Content-Range 'bytes 0-\d+/\d+', not 'bytes 0-"),
+    ("no-content-range", r"answered 206 with Content-Range '', not 'bytes 0-"),
+    ("short", r"sent 1,023 bytes of the range"),
+    ("cut", r"sent 1,023 bytes of the range"),
+    ("long", r"(more than the|the server announces)"),
+    ("flipped", r"chunk 0 \(bytes 0 to 1,024\) as downloaded from .* does not match its sha256"),
+    ("gzip", r"sent a range with Content-Encoding 'gzip'"),
+    ("416", r"answered 416"),
+    ("redirect", r"redirect to http://localhost:1/.* refused: another host"),
+]
+
+
+@pytest.mark.parametrize(("mode", "observed"), LIES, ids=[m for m, _ in LIES])
+@pytest.mark.parametrize("layout", ["plain", "objects"])
+def test_a_lying_host_is_refused_by_file_and_bytes_and_nothing_is_kept(
+    server: str,
+    dirs: dict[str, Path],
+    versions: dict[str, Files],
+    mode: str,
+    observed: str,
+    layout: str,
+) -> None:
+    files = versions["v1"]
+    site = f"lie-{mode}-{layout}"
+    publish(site, with_objects(files) if layout == "objects" else files, mode)
+    lazy = open_url(server, site, dirs)
+    answer = lazy.search(QUERY)
+    assert answer["error"]["code"] == "integrity_error", answer
+    message = answer["error"]["message"]
+    assert message.startswith(f"{SEARCH}"), message
+    assert re.search(r"\(bytes 0 to [\d,]+\)", message), message  # the file and the bytes
+    assert re.search(observed, message), message
+    assert "changed on the server" not in message  # the manifest did not change
+    assert "hits" not in answer
+    assert lazy.status()["integrity_error"].startswith(message.split(":")[0])
+    assert not cached(dirs) & (
+        chunk_names(files, SEARCH) | {hashlib.sha256(files[SEARCH]).hexdigest()}
+    )
+    again = lazy.search(QUERY)  # asked again, refused again: nothing was marked verified
+    assert again["error"]["code"] == "integrity_error"
+
+
+def test_a_swap_on_a_plain_host_mid_session_is_reported_then_a_reload_reads_it(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    assert versions["v1"][SEARCH] != versions["v2"][SEARCH]
+    publish("swap", versions["v1"])
+    lazy = open_url(server, "swap", dirs)
+    assert lazy.version == "1.0.0"
+    assert isinstance(lazy.bundle.ranged(SEARCH), ChunkedFile)  # chunks.bin read, no chunk
+    publish("swap", versions["v2"])  # every file replaced in place
+    answer = lazy.search(QUERY)
+    message = answer["error"]["message"]
+    assert answer["error"]["code"] == "integrity_error" and "hits" not in answer
+    assert re.match(r"search\.bin(: chunk 0)? \(bytes 0 to 1,024\)", message), message
+    assert "changed on the server since it was opened (version 1.0.0)" in message
+    lazy.reload()
+    assert lazy.version == "2.0.0" and lazy.search(QUERY)["count"] > 0
