@@ -24,22 +24,40 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import BundleError, HashMismatchError
 from .chunks import Chunked
+from .digest_cache import DigestCache
+from .fetcher import Span
 from .layout import CHUNKS
 from .manifest import FileEntry
 
-if TYPE_CHECKING:
-    from .remote import RemoteFiles
+
+class Host(Protocol):
+    """What a remote file's chunks are fetched through (`handbook.bundle.remote.RemoteFiles`)."""
+
+    cache: DigestCache
+
+    @property
+    def url(self) -> str:
+        """The bundle's URL, for messages."""
+
+    def fetch_span(self, name: str, entry: FileEntry, start: int, end: int) -> Span:
+        """Bytes `start` to `end` of the file, unverified, or the whole file."""
+
+    def check_whole(self, name: str, entry: FileEntry, data: bytes) -> None:
+        """Check a whole file against the manifest and cache it."""
+
+    def refused(self, exc: BundleError) -> BundleError:
+        """What to raise for bytes that are not the listed file's."""
 
 
 class RemoteChunks:
     """The listed file `name` (`entry` in the manifest, `chunked` its chunk hashes) of
     a remote bundle, chunk by chunk."""
 
-    def __init__(self, files: RemoteFiles, name: str, entry: FileEntry, chunked: Chunked) -> None:
+    def __init__(self, files: Host, name: str, entry: FileEntry, chunked: Chunked) -> None:
         self.name, self.chunked = name, chunked
         self._files, self._entry = files, entry
         self._whole: bytes | None = None
