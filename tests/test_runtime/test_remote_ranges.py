@@ -24,9 +24,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, loopback_server
 
 from handbook import Library
-from handbook.bundle.chunks import ChunkHashes
-from handbook.bundle.layout import CATALOG, CHUNKS, MANIFEST, SEARCH
-from handbook.bundle.manifest import Manifest
+from handbook.bundle.layout import CATALOG, MANIFEST, SEARCH
 from handbook.bundle.ranged import ChunkedFile, Whole
 from handbook_build import load_config
 from handbook_build.pipeline import build
@@ -202,12 +200,21 @@ def whole_sent(site_files: Files, name: str) -> bool:
     return (name, len(site_files[name])) in Handler.sent
 
 
-def chunk_names(files: Files, name: str) -> set[str]:
-    """The sha256 of each chunk of `name`: the names its verified chunks are cached by."""
-    listed = Manifest.from_bytes(files[MANIFEST]).signed.files
-    chunked = ChunkHashes(files[CHUNKS], listed).of(name, listed[name])
-    assert chunked is not None
-    return {chunked.digest(n).hex() for n in range(len(chunked))}
+def chunk_file(dirs: dict[str, Path], files: Files, name: str) -> Path:
+    """Where the cache keeps the verified chunks of `name`, each at its place."""
+    return dirs["cache_dir"] / "chunks" / hashlib.sha256(files[name]).hexdigest()
+
+
+def kept_chunks(dirs: dict[str, Path], files: Files, name: str) -> list[int]:
+    """The chunks of `name` that its chunk file holds, as the file has them."""
+    path = chunk_file(dirs, files, name)
+    kept = path.read_bytes() if path.exists() else b""
+    data = files[name]
+    return [
+        n
+        for n in range(-(-len(data) // SMALL))
+        if kept[n * SMALL : (n + 1) * SMALL] == data[n * SMALL : (n + 1) * SMALL]
+    ]
 
 
 def cached(dirs: dict[str, Path]) -> set[str]:
@@ -251,21 +258,46 @@ def test_verified_chunks_are_cached_and_a_poisoned_one_is_fetched_again(
 ) -> None:
     files = versions["v1"]
     publish("cache", files)
-    first = open_url(server, "cache", dirs).search(QUERY)
-    kept = cached(dirs) & chunk_names(files, SEARCH)
-    assert kept
+    lazy = open_url(server, "cache", dirs)
+    first = lazy.search(QUERY)
+    search = lazy.bundle.ranged(SEARCH)
+    assert isinstance(search, ChunkedFile)
+    kept = kept_chunks(dirs, files, SEARCH)
+    assert kept == [n for n, done in enumerate(search._done) if done]  # those verified
+    assert hashlib.sha256(files[SEARCH]).hexdigest() not in cached(dirs)  # not whole
     Handler.requests.clear()
     again = open_url(server, "cache", dirs)
     assert again.search(QUERY)["hits"] == first["hits"]
     assert ranges_of("cache", files, SEARCH) == []  # every chunk from the cache, re-hashed
-    poisoned = sorted(kept)[0]
-    path = dirs["cache_dir"] / "objects" / poisoned
-    path.write_bytes(bytes([path.read_bytes()[0] ^ 1]) + path.read_bytes()[1:])
+    path = chunk_file(dirs, files, SEARCH)
+    poisoned = bytearray(path.read_bytes())
+    poisoned[kept[-1] * SMALL] ^= 1
+    path.write_bytes(bytes(poisoned))
     Handler.requests.clear()
     third = open_url(server, "cache", dirs)
     assert third.search(QUERY)["hits"] == first["hits"]
-    assert len(ranges_of("cache", files, SEARCH)) == 1  # that chunk alone, fetched again
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == poisoned  # and replaced
+    assert ranges_of("cache", files, SEARCH) == [  # that chunk alone, fetched again
+        (kept[-1] * SMALL, min(len(files[SEARCH]), (kept[-1] + 1) * SMALL))
+    ]
+    assert kept_chunks(dirs, files, SEARCH) == kept  # and written again
+
+
+def test_a_chunk_file_that_is_a_link_is_neither_read_nor_written(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files], tmp_path: Path
+) -> None:
+    """Someone with access to the cache points the chunk file elsewhere: the reader
+    fetches what it needs and writes nothing through the link."""
+    files = versions["v1"]
+    publish("linked", files)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(files[SEARCH])  # even the right bytes are not taken from it
+    path = chunk_file(dirs, files, SEARCH)
+    path.parent.mkdir(parents=True)
+    path.symlink_to(elsewhere)
+    lazy = open_url(server, "linked", dirs)
+    assert lazy.search(QUERY)["count"] > 0
+    assert ranges_of("linked", files, SEARCH)
+    assert path.is_symlink() and elsewhere.read_bytes() == files[SEARCH]
 
 
 def test_a_whole_file_in_the_cache_gives_its_chunks(
@@ -276,7 +308,7 @@ def test_a_whole_file_in_the_cache_gives_its_chunks(
     files = versions["v1"]
     publish("eager", files)
     Library.open(f"{server}/eager/", [PUBLIC], lazy=False, **dirs)
-    assert not cached(dirs) & chunk_names(files, SEARCH)
+    assert not kept_chunks(dirs, files, SEARCH)
     Handler.requests.clear()
     Handler.sent.clear()
     lazy = open_url(server, "eager", dirs)
@@ -337,9 +369,9 @@ def test_a_lying_host_is_refused_by_file_and_bytes_and_nothing_is_kept(
     assert "changed on the server" not in message  # the manifest did not change
     assert "hits" not in answer
     assert lazy.status()["integrity_error"].startswith(message.split(":")[0])
-    assert not cached(dirs) & (
-        chunk_names(files, SEARCH) | {hashlib.sha256(files[SEARCH]).hexdigest()}
-    )
+    assert hashlib.sha256(files[SEARCH]).hexdigest() not in cached(dirs)
+    path = chunk_file(dirs, files, SEARCH)
+    assert not path.exists() or not path.read_bytes().strip(b"\0")  # nothing written
     again = lazy.search(QUERY)  # asked again, refused again: nothing was marked verified
     assert again["error"]["code"] == "integrity_error"
 

@@ -1,6 +1,7 @@
 """The download cache of remote bundles on disk: files named by their sha256
-(``objects/``), and bundle folders assembled from them for offline use
-(``bundles/<manifest sha256>``).
+(``objects/``), the verified chunks of files read by ranges (``chunks/<sha256>``, each
+chunk written at its place in a sparse file of the file's size), and bundle folders
+assembled from them for offline use (``bundles/<manifest sha256>``).
 
 The cache is a folder anyone with access may change, so nothing in it is trusted: a
 file is re-hashed on every use, and an assembled folder is verified like any local
@@ -9,6 +10,10 @@ target and renamed into place, and leaves nothing behind: a failed write removes
 temporary file or folder, and a folder replaced is first moved aside (never emptied
 under a reader), then removed once the new one is in place. A reader holding its files
 open keeps them; one reading by path reads the new folder, built for the same manifest.
+A chunk file is the exception: chunks are written into it in place, as they are
+verified, and each is hashed again when read (bytes never written read as zeros, which
+match no chunk's hash), so a write cut short or two processes writing the same chunk
+cost at most a download.
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ def default_cache_dir() -> Path:
 
 
 class DigestCache:
-    """Files by sha256 under `root/objects`, bundle folders under `root/bundles`."""
+    """Files by sha256 under `root/objects`, chunk files under `root/chunks`, bundle
+    folders under `root/bundles`."""
 
     def __init__(self, root: Path) -> None:
         self.objects = root / "objects"
+        self.chunks = root / "chunks"
         self.bundles = root / "bundles"
         self.objects.mkdir(parents=True, exist_ok=True)
 
@@ -66,6 +73,27 @@ class DigestCache:
             return None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
+            os.close(fd)
+            return None
+        return fd
+
+    def chunk_file(self, entry: FileEntry) -> int | None:
+        """A read-write descriptor of the chunk file for `entry`, made (sparse, of its
+        size) when missing; its bytes unchecked. None when it cannot be opened safely (a
+        link, not a regular file, a read-only cache): chunks are then not kept."""
+        try:
+            self.chunks.mkdir(exist_ok=True)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(self.chunks / entry.sha256, flags, 0o644)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{entry.sha256}: not a regular file")
+            if info.st_size != entry.bytes:
+                os.ftruncate(fd, entry.bytes)
+        except OSError:
             os.close(fd)
             return None
         return fd

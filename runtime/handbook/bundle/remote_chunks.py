@@ -5,16 +5,16 @@ A search at 100,000 docs reads a few posting lists and ten hits' excerpts of a 4
 `search.bin`; fetching and hashing it whole made a remote reader's first answer cost the
 whole file. Here each chunk a read needs comes, in this order, from:
 
-1. the digest cache, under the chunk's own sha256 (kept there by an earlier session),
-   re-hashed before it is taken;
-2. the whole file in the digest cache (left by an eager fetch), read at the chunk's
-   place and hashed likewise;
-3. the host: the chunks still missing, each run of adjacent ones in one ``Range``
+1. the digest cache: the file's chunk file (``chunks/<sha256>``, where verified chunks
+   were written at their place by earlier reads), then the whole file (left by an eager
+   fetch), each read at the chunk's place and hashed before it is taken (a chunk never
+   written reads as zeros, which match no hash);
+2. the host: the chunks still missing, each run of adjacent ones in one ``Range``
    request (`handbook.bundle.remote.RemoteFiles.fetch_span`).
 
 What the host sent is checked by `ChunkedFile` against ``chunks.bin`` before a byte is
-used, and only then stored in the cache (`keep`): nothing unverified is ever kept as
-verified. A host that ignores ``Range`` sends the whole file: it is checked whole against
+used, and only then written to the chunk file (`keep`): nothing unverified is ever
+kept. A host that ignores ``Range`` sends the whole file: it is checked whole against
 the manifest and cached as any downloaded file, and the chunks are taken from it.
 """
 
@@ -62,8 +62,10 @@ class RemoteChunks:
         self._files, self._entry = files, entry
         self._whole: bytes | None = None
         """The whole file, verified against the manifest, once a host sent it whole."""
+        self._kept = files.cache.chunk_file(entry)
+        """The file's chunk file in the cache, written as chunks are verified."""
         self._cached = files.cache.open(entry)
-        """The whole file in the digest cache, unverified (each chunk read is hashed)."""
+        """The whole file in the digest cache."""
 
     def fill(self, first: int, last: int, target: memoryview) -> Sequence[int]:
         """Chunks `first` to `last` into `target`: from the cache where there, from the
@@ -93,22 +95,21 @@ class RemoteChunks:
     def _from_cache(self, chunk: int, put: Callable[[int, bytes], None]) -> bool:
         """Put chunk `chunk` from the cache when it is there and matches its hash."""
         start, end = self.chunked.span(chunk)
-        digest = self.chunked.digest(chunk)
-        data = self._files.cache.read(FileEntry(digest.hex(), end - start))
-        if data is None and self._cached is not None:
-            data = os.pread(self._cached, end - start, start)
-            if hashlib.sha256(data).digest() != digest:
-                data = None
-        if data is None:
-            return False
-        put(start, data)
-        return True
+        for fd in (self._kept, self._cached):
+            if fd is None:
+                continue
+            data = os.pread(fd, end - start, start)
+            if hashlib.sha256(data).digest() == self.chunked.digest(chunk):
+                put(start, data)
+                return True
+        return False
 
     def keep(self, chunk: int, data: memoryview) -> None:
-        """Cache a verified chunk under its sha256; a cache that cannot be written only
-        means the chunk is downloaded again next time."""
-        with contextlib.suppress(OSError):
-            self._files.cache.store(self.chunked.digest(chunk).hex(), bytes(data))
+        """Write a verified chunk at its place in the chunk file; a cache that cannot be
+        written only means the chunk is downloaded again next time."""
+        if self._kept is not None:
+            with contextlib.suppress(OSError):
+                os.pwrite(self._kept, data, self.chunked.span(chunk)[0])
 
     def mismatch(self, chunk: int, start: int, end: int) -> BundleError:
         exc = HashMismatchError(
@@ -118,9 +119,10 @@ class RemoteChunks:
         return self._files.refused(exc)
 
     def close(self) -> None:
-        if self._cached is not None:
-            os.close(self._cached)
-            self._cached = None
+        for fd in (self._kept, self._cached):
+            if fd is not None:
+                os.close(fd)
+        self._kept = self._cached = None
 
 
 def _runs(chunks: Sequence[int]) -> list[list[int]]:
