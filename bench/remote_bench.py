@@ -22,7 +22,9 @@ stores do, so a reader that asks for ranges (issue 29: files with chunk hashes) 
 them; `--no-ranges` has it ignore `Range` and send whole files.
 
     python bench/remote_bench.py [--query "virtual network"] [--objects] [--gzip]
-        [--no-ranges] [--json OUT]
+        [--no-ranges] [--no-eager] [--bundle FOLDER] [--json OUT]
+
+`--no-eager` leaves out the eager scenario (at 100,000 docs it is 100,000 requests).
 
 Only the standard library and Handbook are used. Loopback only: the times say nothing
 about a real network's latency, the bytes are what a real network would carry.
@@ -231,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-ranges", action="store_true", help="ignore HTTP Range: send whole files (200)"
     )
+    parser.add_argument("--no-eager", action="store_true", help="leave out the eager open")
     parser.add_argument("--bundle", type=Path, help="an already built bundle folder")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
@@ -255,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         ("lazy: one get", [("get", doc_id)], {}),
         ("lazy: one search, then get its first hit", [("search", args.query), ("get", None)], {}),
         ("eager: one search", [("search", args.query)], {"lazy": False}),
-    ]
+    ][: 4 if args.no_eager else 5]
     results: dict[str, Any] = {}
     with (
         serving(bundle, args.objects, args.gzip, not args.no_ranges) as (url, log),
