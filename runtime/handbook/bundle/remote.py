@@ -26,10 +26,10 @@ announces another manifest, raises ``BundleChangedError`` (reopen to read the ne
 version); nothing of the new version is ever served with the old manifest.
 
 A file with chunk hashes in ``chunks.bin`` is read by HTTP ranges where the fetcher can
-ask for them (`handbook.bundle.remote_chunks`): only the chunks a call needs, each
-checked against its hash before use and kept in the digest cache under the chunk's own
-sha256. A host that ignores ``Range`` sends the whole file, checked whole as above, and
-is then asked for whole files only.
+ask for them (`handbook.bundle.remote_chunks`): only the chunks a call needs, at the
+same address as the whole file, each checked against its hash before use and only then
+written to the file's chunk file in the digest cache. A host that ignores ``Range``
+sends the whole file, checked whole as above, and is then asked for whole files only.
 
 `open_lazy` returns the `Bundle` at once (only the manifest transferred) and accepts
 its version as the new high-water mark. `fetch` reads every file now, assembles a
