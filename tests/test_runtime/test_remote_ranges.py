@@ -11,21 +11,26 @@ import contextlib
 import dataclasses
 import gzip
 import hashlib
+import itertools
 import os
 import re
 import shutil
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from conftest import KEY, PUBLIC, ROOT, loopback_server
+from fake_fetcher import BASE, FakeFetcher, published
 
 from handbook import Library
+from handbook.bundle import remote
 from handbook.bundle.layout import CATALOG, MANIFEST, SEARCH
 from handbook.bundle.ranged import ChunkedFile, Whole
+from handbook.bundle.trust import TrustPolicy
 from handbook_build import load_config
 from handbook_build.pipeline import build
 from handbook_build.write import seal
@@ -374,6 +379,32 @@ def test_a_lying_host_is_refused_by_file_and_bytes_and_nothing_is_kept(
     assert not path.exists() or not path.read_bytes().strip(b"\0")  # nothing written
     again = lazy.search(QUERY)  # asked again, refused again: nothing was marked verified
     assert again["error"]["code"] == "integrity_error"
+
+
+def test_concurrent_searches_fetch_each_chunk_once(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    files = versions["v1"]
+    publish("threads", files)
+    lazy = open_url(server, "threads", dirs)
+    queries = ["compressor", "modbus", "pressure valve", "register map"] * 4
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lazy.search, queries))
+    assert all("hits" in answer for answer in answers), answers
+    asked = sorted(ranges_of("threads", files, SEARCH))
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(asked))  # no overlap
+
+
+def test_a_fetcher_without_ranges_reads_whole_files(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    """A `Fetcher` with `fetch` alone (a test's fake, a custom transport) still reads a
+    bundle with chunk hashes: every file whole, as before ranges existed."""
+    fake = FakeFetcher(published(folders["v1"]))
+    trust = TrustPolicy.of([PUBLIC], state_dir=tmp_path / "state")
+    bundle = remote.open_lazy(BASE, trust, cache_dir=tmp_path / "cache", fetcher=fake)
+    assert isinstance(bundle.ranged(SEARCH), Whole)
+    assert f"{BASE}/{SEARCH}" in fake.asked
 
 
 def test_a_swap_on_a_plain_host_mid_session_is_reported_then_a_reload_reads_it(
