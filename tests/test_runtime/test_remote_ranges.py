@@ -287,22 +287,32 @@ def test_verified_chunks_are_cached_and_a_poisoned_one_is_fetched_again(
     assert kept_chunks(dirs, files, SEARCH) == kept  # and written again
 
 
-def test_a_chunk_file_that_is_a_link_is_neither_read_nor_written(
-    server: str, dirs: dict[str, Path], versions: dict[str, Files], tmp_path: Path
+@pytest.mark.parametrize("link", ["symlink", "hardlink", "other-size"])
+def test_a_chunk_file_that_is_a_link_or_of_another_size_is_replaced_not_written_through(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files], tmp_path: Path, link: str
 ) -> None:
-    """Someone with access to the cache points the chunk file elsewhere: the reader
-    fetches what it needs and writes nothing through the link."""
+    """Someone with access to the cache points the chunk file at another file: the
+    reader writes nothing through the link, nor truncates anything; it puts a chunk file
+    of its own in place, and keeps what it verifies there."""
     files = versions["v1"]
-    publish("linked", files)
+    publish(f"linked-{link}", files)
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.write_bytes(files[SEARCH])  # even the right bytes are not taken from it
+    elsewhere.write_bytes(b"someone's file\n")
     path = chunk_file(dirs, files, SEARCH)
     path.parent.mkdir(parents=True)
-    path.symlink_to(elsewhere)
-    lazy = open_url(server, "linked", dirs)
+    if link == "symlink":
+        path.symlink_to(elsewhere)
+    elif link == "hardlink":
+        os.link(elsewhere, path)
+    else:
+        path.write_bytes(b"\0" * 10)
+    lazy = open_url(server, f"linked-{link}", dirs)
     assert lazy.search(QUERY)["count"] > 0
-    assert ranges_of("linked", files, SEARCH)
-    assert path.is_symlink() and elsewhere.read_bytes() == files[SEARCH]
+    assert ranges_of(f"linked-{link}", files, SEARCH)
+    assert elsewhere.read_bytes() == b"someone's file\n"
+    assert not path.is_symlink() and path.stat().st_nlink == 1
+    assert path.stat().st_size == len(files[SEARCH]) and kept_chunks(dirs, files, SEARCH)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
 
 
 def test_a_whole_file_in_the_cache_gives_its_chunks(

@@ -78,23 +78,33 @@ class DigestCache:
         return fd
 
     def chunk_file(self, entry: FileEntry) -> int | None:
-        """A read-write descriptor of the chunk file for `entry`, made (sparse, of its
-        size) when missing; its bytes unchecked. None when it cannot be opened safely (a
-        link, not a regular file, a read-only cache): chunks are then not kept."""
+        """A read-write descriptor of the chunk file for `entry`, its bytes unchecked:
+        the one there when it is a regular file of `entry`'s size with no other link
+        (never written through a link to some other file, never truncated), else a new
+        sparse one of that size renamed into its place. None when neither can be had (a
+        read-only cache): chunks are then not kept."""
+        path = self.chunks / entry.sha256
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_size == entry.bytes:
+                return fd
+            os.close(fd)
         try:
             self.chunks.mkdir(exist_ok=True)
-            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-            fd = os.open(self.chunks / entry.sha256, flags, 0o644)
+            fd, tmp = tempfile.mkstemp(dir=self.chunks, prefix=".tmp-")
         except OSError:
             return None
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{entry.sha256}: not a regular file")
-            if info.st_size != entry.bytes:
-                os.ftruncate(fd, entry.bytes)
+            os.ftruncate(fd, entry.bytes)
+            os.replace(tmp, path)
         except OSError:
             os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             return None
         return fd
 
