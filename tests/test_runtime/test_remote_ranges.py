@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler
@@ -97,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path.startswith("/slowly/"):
+            self._drip()
+            return
         site, _, name = self.path.lstrip("/").partition("/")
         asked = self.headers.get("Range")
         with self.lock:
@@ -121,9 +125,10 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "416":
             self._send(416, b"", {"Content-Range": f"bytes */{len(data)}"}, name)
             return
-        if mode == "redirect":  # to another host name (nothing listens there)
-            self.send_response(302)
-            self.send_header("Location", f"http://localhost:1{self.path}")
+        if mode in ("redirect", "redirect-to-drip"):  # another host (nothing there), or
+            self.send_response(302)  # this one's /slowly/, which sends a byte at a time
+            place = "http://localhost:1" if mode == "redirect" else "/slowly"
+            self.send_header("Location", f"{place}{self.path}")
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
@@ -146,6 +151,23 @@ class Handler(BaseHTTPRequestHandler):
         elif mode == "gzip":
             body, headers["Content-Encoding"] = gzip.compress(body, mtime=0), "gzip"
         self._send(206, body, headers, name)
+
+    def _drip(self) -> None:
+        """206 for the range asked of /slowly/<site>/<file>, then a byte every 0.2 s for
+        at most 6 s."""
+        site, _, name = self.path.removeprefix("/slowly/").partition("/")
+        size = len(self.sites[site][name])
+        first, last = map(int, (self.headers["Range"] or "").removeprefix("bytes=").split("-"))
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(last + 1 - first))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            for _ in range(30):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.2)
+        self.close_connection = True
 
     def _send(self, status: int, body: bytes, headers: dict[str, str], name: str) -> None:
         with self.lock:
@@ -415,6 +437,19 @@ def test_a_fetcher_without_ranges_reads_whole_files(
     bundle = remote.open_lazy(BASE, trust, cache_dir=tmp_path / "cache", fetcher=fake)
     assert isinstance(bundle.ranged(SEARCH), Whole)
     assert f"{BASE}/{SEARCH}" in fake.asked
+
+
+def test_a_range_redirected_within_the_host_still_ends_by_its_deadline(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    """The redirect is followed (same host), and the request it makes ends by the
+    deadline the first one was given: a host dripping bytes cannot hold the reader."""
+    publish("drip", versions["v1"], "redirect-to-drip")
+    lazy = open_url(server, "drip", dirs | {"timeout": 1.0})  # type: ignore[dict-item]
+    message = lazy.search(QUERY)["error"]["message"]
+    # not "sent 30 bytes of the range", when the drip ends after 6 s
+    assert message.startswith(f"{SEARCH} (bytes 0 to 1,024): too slow"), message
+    assert "within 1 s (the deadline of this download)" in message
 
 
 def test_a_swap_on_a_plain_host_mid_session_is_reported_then_a_reload_reads_it(
