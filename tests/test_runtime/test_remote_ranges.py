@@ -111,6 +111,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         found = re.fullmatch(r"bytes=(\d+)-(\d+)", asked or "")
+        if mode == "ignore-and-alter" and found is not None and name in self.liars:
+            self._send(200, data.replace(b"compressor", b"COMPRESSOR", 1), {}, name)
+            return
         if found is None or mode == "ignore" or (mode != "honour" and name not in self.liars):
             self._send(200, data, {}, name)
             return
@@ -367,6 +370,25 @@ def test_a_host_that_ignores_range_is_read_whole(
     assert len(asked_ranges()) == 1  # one range asked, answered whole: whole files since
     assert isinstance(lazy.bundle.ranged(CATALOG), Whole)
     assert hashlib.sha256(files[SEARCH]).hexdigest() in cached(dirs)  # as any whole file
+
+
+def test_a_whole_file_sent_for_a_range_is_checked_whole(
+    server: str, dirs: dict[str, Path], versions: dict[str, Files]
+) -> None:
+    """A host that ignores `Range` and sends other bytes than were signed: refused by
+    the whole file's hash, nothing of it used or kept."""
+    files = versions["v1"]
+    assert b"compressor" in files[SEARCH]
+    publish("altered", files, "ignore-and-alter")
+    lazy = open_url(server, "altered", dirs)
+    answer = lazy.search(QUERY)
+    message = answer["error"]["message"]
+    assert message.startswith(f"{SEARCH}: downloaded sha256 "), message
+    assert "hits" not in answer and not kept_chunks(dirs, files, SEARCH)
+    assert not cached(dirs) & {
+        hashlib.sha256(files[SEARCH]).hexdigest(),
+        hashlib.sha256(files[SEARCH].replace(b"compressor", b"COMPRESSOR", 1)).hexdigest(),
+    }
 
 
 LIES = [

@@ -104,8 +104,8 @@ def timed_opener(
 ) -> urllib.request.OpenerDirector:
     """An opener as `opener` makes, for many requests: each ends by the deadline `timed`
     gave it (a request without one has none but its `timeout` per wait)."""
-    handlers: list[Any] = [_Redirects(allow_http, redirect_hosts)]
-    return urllib.request.build_opener(*handlers, _InTimeHTTP(None), _InTimeHTTPS(None))
+    redirects = _Redirects(allow_http, redirect_hosts)
+    return urllib.request.build_opener(redirects, _InTimeHTTP(None), _InTimeHTTPS(None))
 
 
 _DEADLINE = "handbook_deadline"
