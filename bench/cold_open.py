@@ -11,7 +11,9 @@ Medians and 90th percentiles per checkout, and the ratio of the medians.
         --key build/bench/bench.key --other /work/main/runtime:/work/main/plugins
 
 `--key` is a signing key file (its public key is derived) or an `ed25519:` public key.
-This checkout is the one on the current PYTHONPATH.
+This checkout is the one on the current PYTHONPATH. `--other-bundle` gives the other
+checkout the bundle its own build wrote (a change to the build's output, such as the
+chunk size, is then measured with the runtime that reads it).
 """
 
 from __future__ import annotations
@@ -72,15 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bundle", required=True)
     parser.add_argument("--key", required=True)
     parser.add_argument("--other", required=True, help="PYTHONPATH of the other checkout")
+    parser.add_argument("--other-bundle", help="the other checkout's bundle (default: --bundle)")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--query", default="pressure valve")
     args = parser.parse_args(argv)
     key = public_key(args.key)
     paths = {"this": os.environ.get("PYTHONPATH", ""), "other": args.other}
+    bundles = {"this": args.bundle, "other": args.other_bundle or args.bundle}
     times: dict[str, list[list[float]]] = {name: [] for name in paths}
     for _ in range(args.runs):
         for name, path in paths.items():
-            times[name].append(cold(path, args.bundle, key, args.query))
+            times[name].append(cold(path, bundles[name], key, args.query))
     print(f"{args.runs} rounds, interleaved; ms, median (p90)\n")
     print("| checkout | " + " | ".join(PHASES) + " |")
     print("|---|" + "--:|" * len(PHASES))

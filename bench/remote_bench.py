@@ -16,9 +16,15 @@ listed file), the files fetched, and the time from `Library.open` to the first a
 With `--objects` the server also publishes every file at `objects/<sha256>` (the
 immutable layout; the reader then fetches from there). With `--gzip` it sends files
 gzip-compressed to a reader that accepts it (the reader does), as CDNs and
-`handbook serve` do: bytes transferred are then the compressed bytes.
+`handbook serve` do: bytes transferred are then the compressed bytes. The server
+answers a single HTTP `Range` with 206 and that range (uncompressed), as CDNs and object
+stores do, so a reader that asks for ranges (issue 29: files with chunk hashes) gets
+them; `--no-ranges` has it ignore `Range` and send whole files.
 
-    python bench/remote_bench.py [--query "virtual network"] [--objects] [--gzip] [--json OUT]
+    python bench/remote_bench.py [--query "virtual network"] [--objects] [--gzip]
+        [--no-ranges] [--no-eager] [--bundle FOLDER] [--json OUT]
+
+`--no-eager` leaves out the eager scenario (at 100,000 docs it is 100,000 requests).
 
 Only the standard library and Handbook are used. Loopback only: the times say nothing
 about a real network's latency, the bytes are what a real network would carry.
@@ -31,6 +37,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -60,6 +67,7 @@ class Counting(BaseHTTPRequestHandler):
     log: ClassVar[list[tuple[str, int]]] = []
     lock: ClassVar[threading.Lock] = threading.Lock()
     compress: ClassVar[bool] = False
+    ranges: ClassVar[bool] = True
     packed: ClassVar[dict[str, bytes | None]] = {}
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -75,6 +83,10 @@ class Counting(BaseHTTPRequestHandler):
             with self.lock:
                 self.log.append((self.path, 0))
             self.send_error(404)
+            return
+        asked = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range") or "")
+        if self.ranges and asked is not None:
+            self.send_range(path, shown, int(asked[1]), int(asked[2]))
             return
         data = path.read_bytes()
         packed = None
@@ -95,16 +107,45 @@ class Counting(BaseHTTPRequestHandler):
         with self.lock:
             self.log.append((shown, len(data)))
 
+    def send_range(self, path: Path, shown: str, first: int, last: int) -> None:
+        """206 with bytes `first` to `last` of `path`, read alone (as a file server
+        does); 416 when they are not in the file."""
+        size = path.stat().st_size
+        if not first <= last < size:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        with path.open("rb") as fh:
+            fh.seek(first)
+            data = fh.read(last + 1 - first)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(data)
+        with self.lock:
+            self.log.append((f"{shown} [{first}-{last}]", len(data)))
+
 
 @contextlib.contextmanager
 def serving(
-    bundle: Path, objects: bool, compress: bool = False
+    bundle: Path, objects: bool, compress: bool = False, ranges: bool = True
 ) -> Iterator[tuple[str, list[tuple[str, int]]]]:
     """A counting server for `bundle` on loopback: its URL and its request log."""
     handler = type(
         "Handler",
         (Counting,),
-        {"root": bundle, "log": [], "objects": {}, "compress": compress, "packed": {}},
+        {
+            "root": bundle,
+            "log": [],
+            "objects": {},
+            "compress": compress,
+            "ranges": ranges,
+            "packed": {},
+        },
     )
     if objects:
         handler.objects = {sha: name for name, (sha, _) in every_file(bundle).items()}
@@ -164,13 +205,18 @@ def scenario(
         answers.append(answer)
         if first is None:
             first = time.perf_counter() - started
-    fetched = [(path, size) for path, size in log if size]
+    fetched: dict[str, int] = {}  # the ranges of one file summed
+    for path, size in log:
+        if size:
+            name = path.lstrip("/").split(" [")[0]
+            fetched[name] = fetched.get(name, 0) + size
     return {
         "open_s": opened,
         "first_answer_s": first,
-        "bytes": sum(size for _, size in fetched),
+        "bytes": sum(fetched.values()),
         "requests": len(log),
-        "files": sorted(((p.lstrip("/"), s) for p, s in fetched), key=lambda f: -f[1]),
+        "ranges": sum(1 for path, _ in log if path.endswith("]")),
+        "files": sorted(fetched.items(), key=lambda f: -f[1]),
     }
 
 
@@ -184,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         help="serve files gzip-compressed to clients that accept it, as a CDN or "
         "`handbook serve` does",
     )
+    parser.add_argument(
+        "--no-ranges", action="store_true", help="ignore HTTP Range: send whole files (200)"
+    )
+    parser.add_argument("--no-eager", action="store_true", help="leave out the eager open")
     parser.add_argument("--bundle", type=Path, help="an already built bundle folder")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
     args = parser.parse_args(argv)
@@ -209,9 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         ("lazy: one search, then get its first hit", [("search", args.query), ("get", None)], {}),
         ("eager: one search", [("search", args.query)], {"lazy": False}),
     ]
+    if args.no_eager:
+        plans = [plan for plan in plans if not plan[0].startswith("eager")]
     results: dict[str, Any] = {}
     with (
-        serving(bundle, args.objects, args.gzip) as (url, log),
+        serving(bundle, args.objects, args.gzip, not args.no_ranges) as (url, log),
         tempfile.TemporaryDirectory() as tmp,
     ):
         for label, steps, options in plans:
@@ -224,14 +276,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{environment()}; bundle {bundle} ({total:,} bytes, {len(sizes):,} files)")
     print(
         f"query {args.query!r}, get {doc_id!r}, layout {'objects' if args.objects else 'plain'}"
-        f", {'gzip' if args.gzip else 'identity'} transfers\n"
+        f", {'gzip' if args.gzip else 'identity'} transfers"
+        f", ranges {'ignored' if args.no_ranges else 'honoured'}\n"
     )
-    print("| scenario | bytes transferred | of the bundle | requests | open ms | first answer ms |")
+    print(
+        "| scenario | bytes transferred | of the bundle | requests (of them ranges) | open ms "
+        "| first answer ms |"
+    )
     print("|---|--:|--:|--:|--:|--:|")
     for label, r in results.items():
         print(
             f"| {label} | {r['bytes']:,} | {100 * r['bytes'] / total:.1f} % | {r['requests']:,} "
-            f"| {1000 * r['open_s']:,.0f} | {1000 * (r['first_answer_s'] or 0):,.0f} |"
+            f"({r['ranges']:,}) | {1000 * r['open_s']:,.0f} "
+            f"| {1000 * (r['first_answer_s'] or 0):,.0f} |"
         )
     for label, r in results.items():
         if label.startswith("lazy"):

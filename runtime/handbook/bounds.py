@@ -28,6 +28,14 @@ from .errors import (
 DEFAULT_MAX_RESPONSE_CHARS = 40_000
 """About 10k tokens: a third of what one popular host accepts from a tool."""
 MAX_LIMIT = 100
+DEFAULT_SEARCH_LIMIT = 10
+DEFAULT_LIST_LIMIT = 20
+DEFAULT_COLLECT_LIMIT = 10
+DEFAULT_COLLECT_BYTES = 32_000
+DEFAULT_BRIEF_LIMIT = 8
+DEFAULT_ASK_SOURCES = 3
+"""The tools' default sizes, here rather than with their handlers so that the tool
+methods' signatures (`handbook.libraries.snapshot_tools`) do not import every handler."""
 ENVELOPE_CHARS = 200
 """Room kept for the keys added after a list is cut (count, returned, sizes)."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import KEY, PUBLIC, ROOT
+from conftest import KEY, PUBLIC, ROOT, MakeLibrary
 from test_format_versions import relist, rewrite
 
 from handbook import BundleError, Library
@@ -243,6 +243,57 @@ def test_a_search_that_reads_a_tampered_chunk_answers_an_error(
     answer = lib.search(query, limit=10)
     assert not answer.get("hits"), answer
     assert SEARCH in json.dumps(answer) and lib.bundle.integrity_error
+
+
+def _sectioned_doc(n: int) -> str:
+    sections = "".join(
+        f"## Step {n}.{s} of the calibration of valve unit {n * 100 + s}\n\n"
+        f"Turn the trim screw of unit {n * 100 + s} until word{n}x{s} reads zero.\n\n"
+        for s in range(12)
+    )
+    return (
+        f"---\nid: valve.unit{n}\ntitle: Valve unit {n}\nkind: device\n"
+        f"summary: Calibrating valve unit {n}.\n---\n{sections}"
+    )
+
+
+def test_hit_titles_are_verified_when_shown_not_at_open(
+    make_library: MakeLibrary, tmp_path: Path
+) -> None:
+    """The term table and the per-entry titles and anchors are verified by the items a
+    word's bisection or a hit reads, not at open; a hit's title flipped in a chunk the
+    open did not read fails the search that shows it, naming search.bin, never a hit
+    with the tampered title; a term flipped fails the search for it."""
+    config = make_library({f"unit{n}.md": _sectioned_doc(n) for n in range(40)})
+    out = tmp_path / "bundle"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seal, "CHUNK_BYTES", SMALL)
+        mp.setattr(seal, "CHUNKED_ABOVE", SMALL)
+        build(load_config(config), out, KEY)
+    lib = Library.open(out, [PUBLIC])
+    index = lib.snapshot.retriever.index
+    file = index.file
+    assert isinstance(file, ChunkedFile)
+    for name in ("terms", "entry_title", "entry_anchor"):  # at most the chunks at each end
+        at, _ = index._spans[name]
+        chunks = range(at // SMALL, (at + len(index._arrays[name])) // SMALL)
+        assert len(chunks) > 4 and sum(file._done[c] for c in chunks) <= 2, name
+    hit = lib.search("word17x5", limit=1)["hits"][0]
+    assert hit["section"] == "Step 17.5 of the calibration of valve unit 1705"
+    entry = next(e for e in range(index.entries) if "1705" in index.strings("entry_title")[e])
+    byte = index._spans["entry_title"][0] + index.strings("entry_title").offsets[entry] + 5
+    copy = _copy(out, tmp_path)
+    _flip(copy / SEARCH, byte)
+    fresh = Library.open(copy, [PUBLIC])
+    answer = fresh.search("word17x5", limit=1)
+    assert not answer.get("hits"), answer
+    assert SEARCH in json.dumps(answer) and fresh.bundle.integrity_error
+    term = index.term_table.find("word23x7")
+    assert term is not None
+    copy = _copy(out, tmp_path / "term")
+    _flip(copy / SEARCH, index._spans["terms"][0] + index.term_table.offsets[term] + 2)
+    answer = Library.open(copy, [PUBLIC]).search("word23x7", limit=1)
+    assert not answer.get("hits") and SEARCH in json.dumps(answer), answer
 
 
 def test_a_tampered_catalog_chunk_fails_the_get_of_a_doc_in_it(

@@ -12,14 +12,27 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from conftest import PUBLIC, ROOT
 
 from handbook.bundle.manifest import TIME_FORMAT, utc_seconds
 
-DEFERRED = ("calendar", "_strptime", "uuid", "handbook.bundle.publish_report", "urllib.request")
+DEFERRED = (
+    "calendar",
+    "_strptime",
+    "uuid",
+    "handbook.bundle.publish_report",
+    "urllib.request",
+    "handbook.tools.table",
+    "handbook.libraries.client",
+    "handbook.libraries.shelf",
+    *(f"handbook.handlers.{name}" for name in ("ask", "briefing", "collect")),
+)
 """Imported by no open and no first search: time parsing (strptime), correlation ids
-(remote calls), the publish report (status), the network (remote bundles)."""
+(remote calls), the publish report (status), the network (remote bundles), the tool
+table (tool definitions), the remote client and the shelf (the package's other names,
+imported when first used), and the handlers of the other tools."""
 
 
 def test_a_first_search_does_not_import_what_it_does_not_use(plant_floor_bundle: Path) -> None:
@@ -30,20 +43,45 @@ def test_a_first_search_does_not_import_what_it_does_not_use(plant_floor_bundle:
         "hits = lib.search('modbus', limit=3)['hits']\n"
         "print(json.dumps([len(hits), sorted(sys.modules)]))\n"
     )
+    hits, modules = _run(script, str(plant_floor_bundle), PUBLIC)
+    assert hits > 0
+    assert [m for m in DEFERRED if m in modules] == []
+
+
+def test_the_package_gives_every_public_name_when_first_asked() -> None:
+    script = (
+        "import json, handbook\n"
+        "names = sorted(handbook.__all__)\n"
+        "print(json.dumps([names, [n for n in names if getattr(handbook, n, None) is None],"
+        " sorted(set(dir(handbook)) & set(names))]))\n"
+    )
+    names, missing, listed = _run(script)
+    assert {"Library", "RemoteLibrary", "Shelf", "SearchAnswer", "TrustPolicy"} <= set(names)
+    assert missing == []
+    assert listed == names
+    import handbook
+
+    try:
+        handbook.NoSuchName  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchName" in str(exc)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
+    from handbook.libraries.library import Library
+
+    assert handbook.Library is Library
+
+
+def _run(script: str, *args: str) -> Any:
+    """What `script`, run by a fresh interpreter on this tree's packages, prints as JSON."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT / "runtime"), str(ROOT / "plugins")]),
     }
     out = subprocess.run(
-        [sys.executable, "-c", script, str(plant_floor_bundle), PUBLIC],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, check=True
     ).stdout
-    hits, modules = json.loads(out)
-    assert hits > 0
-    assert [m for m in DEFERRED if m in modules] == []
+    return json.loads(out)
 
 
 def _strptime(text: str) -> int | None:

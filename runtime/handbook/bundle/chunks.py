@@ -31,9 +31,12 @@ from .manifest import FileEntry
 
 MAGIC = b"HBCHUNKS"
 VERSION = 1
-CHUNK_BYTES = 64 * 1024
-"""The chunk size the build writes: a search reads a few posting lists and ten excerpt
-texts, so small chunks hash little more than what is read (2 KB of hashes per MiB)."""
+CHUNK_BYTES = 16 * 1024
+"""The chunk size the build writes: a search reads a few posting lists, and ten excerpt
+texts, titles and anchors, and a `get` one catalog entry, so small chunks hash little
+more than what is read (2 KB of hashes per MiB). 64 KiB chunks made a 10k library's
+first touch of a hit's strings cost ~70 us each; 4 KiB ones cost more at open (a
+Python step per chunk of the arrays verified whole) than they saved."""
 CHUNKED_ABOVE = 1024 * 1024
 """Files larger than this get chunk hashes; smaller ones are hashed whole in well under
 a millisecond."""

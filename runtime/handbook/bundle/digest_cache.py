@@ -1,6 +1,7 @@
 """The download cache of remote bundles on disk: files named by their sha256
-(``objects/``), and bundle folders assembled from them for offline use
-(``bundles/<manifest sha256>``).
+(``objects/``), the verified chunks of files read by ranges (``chunks/<sha256>``, each
+chunk written at its place in a sparse file of the file's size), and bundle folders
+assembled from them for offline use (``bundles/<manifest sha256>``).
 
 The cache is a folder anyone with access may change, so nothing in it is trusted: a
 file is re-hashed on every use, and an assembled folder is verified like any local
@@ -9,6 +10,10 @@ target and renamed into place, and leaves nothing behind: a failed write removes
 temporary file or folder, and a folder replaced is first moved aside (never emptied
 under a reader), then removed once the new one is in place. A reader holding its files
 open keeps them; one reading by path reads the new folder, built for the same manifest.
+A chunk file is the exception: chunks are written into it in place, as they are
+verified, and each is hashed again when read (bytes never written read as zeros, which
+match no chunk's hash), so a write cut short or two processes writing the same chunk
+cost at most a download.
 """
 
 from __future__ import annotations
@@ -38,28 +43,70 @@ def default_cache_dir() -> Path:
 
 
 class DigestCache:
-    """Files by sha256 under `root/objects`, bundle folders under `root/bundles`."""
+    """Files by sha256 under `root/objects`, chunk files under `root/chunks`, bundle
+    folders under `root/bundles`."""
 
     def __init__(self, root: Path) -> None:
         self.objects = root / "objects"
+        self.chunks = root / "chunks"
         self.bundles = root / "bundles"
         self.objects.mkdir(parents=True, exist_ok=True)
 
     def read(self, entry: FileEntry) -> bytes | None:
         """The cached file for `entry` when it is there and still matches (re-hashed on
         every use); None otherwise."""
-        try:
-            fd = os.open(self.objects / entry.sha256, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        fd = self.open(entry)
+        if fd is None:
             return None
         with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
-                return None
             data = fh.read(entry.bytes + 1)
         if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
             return None
         return data
+
+    def open(self, entry: FileEntry) -> int | None:
+        """A descriptor of the cached file for `entry` when it is a regular file of
+        `entry`'s size (not a link), its bytes unchecked; None otherwise."""
+        try:
+            fd = os.open(self.objects / entry.sha256, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size != entry.bytes:
+            os.close(fd)
+            return None
+        return fd
+
+    def chunk_file(self, entry: FileEntry) -> int | None:
+        """A read-write descriptor of the chunk file for `entry`, its bytes unchecked:
+        the one there when it is a regular file of `entry`'s size with no other link
+        (never written through a link to some other file, never truncated), else a new
+        sparse one of that size renamed into its place. None when neither can be had (a
+        read-only cache): chunks are then not kept."""
+        path = self.chunks / entry.sha256
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_size == entry.bytes:
+                return fd
+            os.close(fd)
+        try:
+            self.chunks.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.chunks, prefix=".tmp-")
+        except OSError:
+            return None
+        try:
+            os.ftruncate(fd, entry.bytes)
+            os.replace(tmp, path)
+        except OSError:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            return None
+        return fd
 
     def store(self, sha256: str, data: bytes) -> None:
         """Keep `data` (already verified) as `objects/<sha256>`."""

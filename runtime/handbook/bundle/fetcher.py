@@ -9,24 +9,32 @@ the deadline (a stalled, slow or dripping server is cut off, `handbook.bundle.we
 server or CDN may send a file gzip-compressed, inflated here within the same bound.
 Tests fake the seam, as python-tuf's tests fake its ``FetcherInterface``: a class with
 one `fetch` method serving bytes from a dict runs the reader's checks without a server.
+
+A `RangeFetcher` can also fetch one byte range of a file (`fetch_range`, an HTTP
+``Range`` request), for files read chunk by chunk (`handbook.bundle.remote_chunks`). It
+accepts a 206 only with exactly the range asked for (``Content-Range`` naming its first
+and last byte and the file's listed size, no content encoding, a body of exactly that
+length), and takes a 200 as a server that ignores ``Range``: the whole file then, within
+its listed size, for the reader to verify whole.
 """
 
 from __future__ import annotations
 
 import functools
 import http.client
+import re
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import Callable, Collection
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from .._version import __version__
 from ..errors import DownloadError
 from .gzip_transfer import gzip_bound
-from .web import opener
+from .web import timed, timed_opener
 
 STALL_SECONDS = 15.0
 """Longest wait for the next bytes of a response."""
@@ -39,6 +47,19 @@ class NotFound(DownloadError):
 
 class TooLarge(DownloadError):
     """The server sent, or announced, more than the bound."""
+
+
+class WrongRange(DownloadError):
+    """The server answered a range request with another range, another file size, or
+    416: the file there is not the listed one."""
+
+
+class Span(NamedTuple):
+    """What a range request got: the range's bytes, or (`whole`) the whole file, from a
+    server that ignores ``Range``."""
+
+    data: bytes
+    whole: bool
 
 
 class Deadline(NamedTuple):
@@ -63,35 +84,94 @@ class Fetcher(Protocol):
         file as the reader knows it."""
 
 
+@runtime_checkable
+class RangeFetcher(Fetcher, Protocol):
+    """A `Fetcher` that can also get one byte range of a file."""
+
+    def fetch_range(
+        self, url: str, start: int, end: int, size: int, deadline: Deadline, name: str
+    ) -> Span:
+        """Bytes `start` to `end` (excluded) of the file at `url`, listed at `size`
+        bytes, by `deadline`; the whole file (at most `size` bytes) when the server
+        ignores the range. Raises `WrongRange` for any other range, size or a 416,
+        `NotFound`, `TooLarge` and `DownloadError` as `fetch`; messages start with
+        `name` and the byte range."""
+
+
+_T = TypeVar("_T")
+_Late = Callable[[str, str], DownloadError]
+"""Makes the error for a wait that timed out (`_late`, bound to one download)."""
+_CONTENT_RANGE = re.compile(r"bytes (\d{1,19})-(\d{1,19})/(\d{1,19})")
+
+
 class HttpFetcher:
     """The network `Fetcher`: https, or plain http where `allow_http` or on loopback;
     redirects only within the host or to `redirect_hosts` (`handbook.bundle.web`)."""
 
     def __init__(self, allow_http: bool = False, redirect_hosts: Collection[str] = ()) -> None:
         self.allow_http, self.redirect_hosts = allow_http, redirect_hosts
+        self._web = timed_opener(allow_http, redirect_hosts)
+        """Built once (about 2 ms each): every request carries its own deadline."""
 
     def fetch(self, url: str, limit: int, deadline: Deadline, name: str) -> bytes:
         """At most `limit` bytes of `url`: one byte more and the transfer is abandoned.
         The whole exchange (connect, status line, headers, body, redirects) ends by
         `deadline`, and a host that sends nothing for `STALL_SECONDS` is given up on
         sooner."""
+        headers = {"Accept-Encoding": "gzip"}
+        return self._exchange(
+            url, headers, deadline, name, lambda r, late: _read_body(r, url, limit, name, late)
+        )
+
+    def fetch_range(
+        self, url: str, start: int, end: int, size: int, deadline: Deadline, name: str
+    ) -> Span:
+        """One ``Range`` request, in the same bounds as `fetch` (`RangeFetcher`)."""
+        asked = f"{name} (bytes {start:,} to {end:,})"
+        headers = {"Accept-Encoding": "identity", "Range": f"bytes={start}-{end - 1}"}
+
+        def answer(response: http.client.HTTPResponse, late: _Late) -> Span:
+            if response.status == 200:  # Range ignored: the whole file
+                return Span(_read_body(response, url, size, name, late), True)
+            if response.status != 206:
+                raise DownloadError(f"{asked}: {url} answered {response.status} to a range")
+            _check_range(response, url, asked, start, end, size)
+            data = _read_body(response, url, end - start, asked, late)
+            if len(data) != end - start:
+                raise WrongRange(f"{asked}: {url} sent {len(data):,} bytes of the range")
+            return Span(data, False)
+
+        return self._exchange(url, headers, deadline, asked, answer)
+
+    def _exchange(
+        self,
+        url: str,
+        headers: dict[str, str],
+        deadline: Deadline,
+        name: str,
+        answer: Callable[[http.client.HTTPResponse, _Late], _T],
+    ) -> _T:
+        """One request to `url` by `deadline`, its response read by `answer`; every
+        failure a `DownloadError` whose message starts with `name`."""
         if deadline.at <= time.monotonic():
             raise DownloadError(f"{name}: the fetch ran out of time before this file")
         late = functools.partial(_late, name, urllib.parse.urlsplit(url).netloc, deadline)
         request = urllib.request.Request(
-            url, headers={"User-Agent": f"handbook/{__version__}", "Accept-Encoding": "gzip"}
+            url, headers={"User-Agent": f"handbook/{__version__}", **headers}
         )
-        web = opener(self.allow_http, self.redirect_hosts, deadline.at)
         try:
-            with web.open(request, timeout=STALL_SECONDS) as response:
-                return _read_body(response, url, limit, name, late)
+            with self._web.open(timed(request, deadline.at), timeout=STALL_SECONDS) as response:
+                return answer(response, late)
         except zlib.error as exc:
             raise DownloadError(f"{name}: {url} sent a broken gzip stream ({exc})") from None
         except DownloadError:
             raise
         except urllib.error.HTTPError as exc:
+            exc.close()  # the response it holds (a refused redirect's, a 416's)
             if exc.code in (403, 404, 410):  # object stores answer 403 for a missing key
                 raise NotFound(f"{name}: {url} answered 404 {exc.reason}") from None
+            if exc.code == 416:  # the range lies past the end of the server's file
+                raise WrongRange(f"{name}: {url} answered 416 {exc.reason}") from None
             raise DownloadError(f"{name}: {url} answered {exc.code} {exc.reason}") from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -100,12 +180,30 @@ class HttpFetcher:
             raise DownloadError(f"{name}: cannot fetch {url} ({reason})") from None
 
 
+def _check_range(
+    response: http.client.HTTPResponse, url: str, asked: str, start: int, end: int, size: int
+) -> None:
+    """Refuse a 206 that is not exactly bytes `start` to `end` of a `size`-byte file,
+    sent without a content encoding (a range of a compressed body is not a range of the
+    file)."""
+    encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
+    if encoding != "identity":
+        raise WrongRange(f"{asked}: {url} sent a range with Content-Encoding {encoding[:40]!r}")
+    sent = (response.headers.get("Content-Range") or "").strip()
+    match = _CONTENT_RANGE.fullmatch(sent)
+    if match is None or tuple(map(int, match.groups())) != (start, end - 1, size):
+        raise WrongRange(
+            f"{asked}: {url} answered 206 with Content-Range {sent[:80]!r}, not "
+            f"'bytes {start}-{end - 1}/{size}'"
+        )
+
+
 def _read_body(
     response: http.client.HTTPResponse,
     url: str,
     limit: int,
     name: str,
-    late: Callable[[str, str], DownloadError],
+    late: _Late,
 ) -> bytes:
     """The body, inflated when gzip-encoded, never more than `limit` bytes out nor more
     than a gzip stream of that size can take in."""

@@ -208,27 +208,28 @@ class Bundle:
 
     def ranged(self, name: str) -> Ranged:
         """A listed file to read by ranges (`handbook.bundle.ranged`): one with chunk
-        hashes in a local bundle has each chunk verified when first needed; any other is
-        read and verified whole now."""
+        hashes has each chunk verified when first needed, where its source reads by
+        chunks (a folder, or a host that answers HTTP ranges); any other is read and
+        verified whole now."""
         with self._lock:
             found = self._ranged.get(name)
         if found is not None:
             return found
-        entry = self.manifest.signed.files.get(name)
+        files = self.manifest.signed.files
+        entry = files.get(name)
         if entry is None:
             raise MissingFileError(f"{name}: not listed in the manifest")
-        chunked = None
-        if isinstance(self.source, Tree) and CHUNKS in self.manifest.signed.files:
-            if self._chunks is None:
-                self._chunks = ChunkHashes(self.read(CHUNKS), self.manifest.signed.files)
-            chunked = self._chunks.of(name, entry)
         try:
+            if CHUNKS in files and self._chunks is None:
+                self._chunks = ChunkHashes(self.read(CHUNKS), files)
+            chunked = None if self._chunks is None else self._chunks.of(name, entry)
+            source = None if chunked is None else self.source.chunks(name, chunked)
             made: Ranged = (
                 Whole(self.read(name))
-                if chunked is None or not isinstance(self.source, Tree)
-                else ChunkedFile(self.source, name, chunked, self._refused)
+                if source is None or chunked is None
+                else ChunkedFile(source, name, chunked, self._refused)
             )
-        except (HashMismatchError, MissingFileError, FormatError) as exc:
+        except BundleError as exc:
             self._refused(exc)
             raise
         with self._lock:
@@ -352,7 +353,7 @@ def check_chunks(bundle: Bundle, tree: Tree) -> None:
     for name in hashes.names:
         chunked = hashes.of(name, files[name])
         if chunked is not None:
-            checked = ChunkedFile(tree, name, chunked)
+            checked = ChunkedFile(tree.chunks(name, chunked), name, chunked)
             checked.verify_all()
             checked.close()
 

@@ -25,6 +25,12 @@ while a reader is in it: a file that then fails its hash, while the server now
 announces another manifest, raises ``BundleChangedError`` (reopen to read the new
 version); nothing of the new version is ever served with the old manifest.
 
+A file with chunk hashes in ``chunks.bin`` is read by HTTP ranges where the fetcher can
+ask for them (`handbook.bundle.remote_chunks`): only the chunks a call needs, at the
+same address as the whole file, each checked against its hash before use and only then
+written to the file's chunk file in the digest cache. A host that ignores ``Range``
+sends the whole file, checked whole as above, and is then asked for whole files only.
+
 `open_lazy` returns the `Bundle` at once (only the manifest transferred) and accepts
 its version as the new high-water mark. `fetch` reads every file now, assembles a
 bundle folder under the cache, named by the manifest's hash, which `open_bundle` then
@@ -39,6 +45,7 @@ import os
 import threading
 import urllib.parse
 from pathlib import Path
+from typing import cast
 
 from ..errors import (
     BundleChangedError,
@@ -48,12 +55,24 @@ from ..errors import (
     HashMismatchError,
     MissingFileError,
 )
+from .chunks import Chunked
 from .digest_cache import DigestCache, default_cache_dir
-from .fetcher import STALL_SECONDS, Deadline, Fetcher, HttpFetcher, NotFound, TooLarge
+from .fetcher import (
+    STALL_SECONDS,
+    Deadline,
+    Fetcher,
+    HttpFetcher,
+    NotFound,
+    RangeFetcher,
+    Span,
+    TooLarge,
+    WrongRange,
+)
 from .highwater import HighWater, default_state_dir
 from .layout import MANIFEST, OBJECTS_DIR
 from .local import Bundle, check_expiry, open_bundle
 from .manifest import MAX_MANIFEST_BYTES, FileEntry, Manifest
+from .remote_chunks import RemoteChunks
 from .semver import Version
 from .semver import parse as parse_version
 from .trust import TrustPolicy
@@ -163,12 +182,19 @@ class RemoteFiles:
         self._remote, self.cache, self._deadline = remote, cache, deadline
         self._published: bool | None = None
         """Whether the host publishes `objects/<sha256>` (None until first asked)."""
+        self._ranges = isinstance(remote.fetcher, RangeFetcher)
+        """Whether to ask for ranges: until the host is seen to ignore them."""
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
     @property
     def root(self) -> Path:
         return self.cache.objects
+
+    @property
+    def url(self) -> str:
+        """The bundle's URL, as opened."""
+        return self._remote.url
 
     def read_verified(self, name: str, entry: FileEntry) -> bytes:
         with self._guard:
@@ -200,6 +226,53 @@ class RemoteFiles:
         except (HashMismatchError, NotFound, TooLarge) as exc:
             raise self._changed(exc) from None
         return data
+
+    def chunks(self, name: str, chunked: Chunked) -> RemoteChunks | None:
+        """The file `name` read by HTTP ranges (`handbook.bundle.sources`), unless the
+        fetcher cannot ask for them or the host ignored them before."""
+        entry = self._remote.manifest.signed.files.get(name)
+        if not self._ranges or entry is None:
+            return None
+        return RemoteChunks(self, name, entry, chunked)
+
+    def fetch_span(self, name: str, entry: FileEntry, start: int, end: int) -> Span:
+        """Bytes `start` to `end` of the listed file `name`, unverified, asked for where
+        `_download` asks for the whole file; the whole file when the host ignores
+        ``Range`` (from then on, files are asked for whole)."""
+        remote = self._remote
+        fetcher = cast("RangeFetcher", remote.fetcher)  # `chunks` made no source otherwise
+        deadline = self._deadline or Deadline.after(remote.timeout)
+        span = None
+        if self._published is not False:
+            url = remote.base + f"{OBJECTS_DIR}/{entry.sha256}"
+            try:
+                span = fetcher.fetch_range(url, start, end, entry.bytes, deadline, name)
+                self._published = True
+            except NotFound:
+                self._published = False
+        if span is None:
+            url = remote.base + urllib.parse.quote(name)
+            try:
+                span = fetcher.fetch_range(url, start, end, entry.bytes, deadline, name)
+            except (NotFound, TooLarge, WrongRange) as exc:
+                raise self.refused(exc) from None
+        if span.whole:
+            self._ranges = False
+        return span
+
+    def check_whole(self, name: str, entry: FileEntry, data: bytes) -> None:
+        """Check a whole file a host sent for a range, and keep it as `_download`'s."""
+        try:
+            _check(name, data, entry)
+        except HashMismatchError as exc:
+            raise self.refused(exc) from None
+        self.cache.store(entry.sha256, data)
+
+    def refused(self, exc: BundleError) -> BundleError:
+        """What to raise for a file that is not the listed one: on a host that
+        publishes `objects/<sha256>`, `exc` itself (an immutable address: no swap);
+        on a plain one, `_changed`'s answer."""
+        return exc if self._published else self._changed(exc)
 
     def _changed(self, exc: BundleError) -> BundleError:
         """A file at its path that is not the listed one (other bytes, too long, gone):

@@ -16,15 +16,17 @@ files the catalog refers to, each of its size.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import stat
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import FormatError, HashMismatchError, MissingFileError, UnlistedFileError
-from .layout import CONTENT_FOLDERS, MANIFEST
+from .chunks import Chunked
+from .layout import CHUNKS, CONTENT_FOLDERS, MANIFEST
 from .manifest import FileEntry
 
 _CHUNK = 1 << 20
@@ -81,6 +83,46 @@ class Tree:
     def read_verified(self, name: str, entry: FileEntry) -> bytes:
         """The file `name`, checked against `entry` (`handbook.bundle.sources`)."""
         return read_verified(self, name, entry)
+
+    def chunks(self, name: str, chunked: Chunked) -> TreeChunks:
+        """The file `name` read chunk by chunk (`handbook.bundle.sources`)."""
+        return TreeChunks(self, name, chunked)
+
+
+class TreeChunks:
+    """A listed file of the folder as a `handbook.bundle.sources.ChunkSource`: opened once
+    (no link followed; a file replaced later cannot redirect a read), its size checked
+    against its chunk hashes now, each chunk read from the open file when asked for."""
+
+    def __init__(self, tree: Tree, name: str, chunked: Chunked) -> None:
+        self.name, self.chunked = name, chunked
+        self._file = io.FileIO(tree.open(name), closefd=True)
+        self.close = self._file.close
+        size = os.fstat(self._file.fileno()).st_size
+        if size != chunked.size:
+            self._file.close()
+            raise mismatch_size(name, size, chunked.size)
+
+    def fill(self, first: int, last: int, target: memoryview) -> Sequence[int]:
+        """Read the chunks into `target` in one read; nothing to keep (the folder has it)."""
+        start = self.chunked.span(first)[0]
+        self._file.seek(start)
+        got = 0
+        while got < len(target):
+            count = self._file.readinto(target[got:])
+            if not count:
+                raise mismatch_size(self.name, start + got, self.chunked.size)
+            got += count
+        return ()
+
+    def keep(self, chunk: int, data: memoryview) -> None:
+        """Nothing to keep: the folder holds the file."""
+
+    def mismatch(self, chunk: int, start: int, end: int) -> HashMismatchError:
+        return HashMismatchError(
+            f"{self.name}: chunk {chunk} (bytes {start:,} to {end:,}) does not match its "
+            f"sha256 in {CHUNKS}; the file was changed since it was signed"
+        )
 
 
 def _close_all(fds: dict[str, int]) -> None:

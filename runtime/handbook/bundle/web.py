@@ -10,7 +10,10 @@ to a file on its own disk, to another scheme, or to someone else's server.
 A fetch may also be given a deadline: every wait of the exchange (connect, TLS
 handshake, status line, headers, body, and the same for each redirect) then ends by
 it, DNS resolution aside. A socket timeout alone bounds each read, not the exchange:
-a host sending one byte a second would hold a reader for as long as it liked.
+a host sending one byte a second would hold a reader for as long as it liked. An opener
+costs about 2 ms to build, so one that makes many requests (a remote reader's range
+requests) builds a `timed_opener` once and gives each request its own deadline
+(`timed`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,10 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         if problem is not None:
             reason = f"redirect to {newurl[:200]} refused: {problem}"
             raise urllib.error.HTTPError(req.full_url, code, reason, headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and hasattr(req, _DEADLINE):  # the redirect ends by it too
+            timed(new, getattr(req, _DEADLINE))
+        return new
 
 
 def opener(
@@ -91,6 +97,30 @@ def opener(
     if deadline is not None:
         handlers += [_InTimeHTTP(deadline), _InTimeHTTPS(deadline)]
     return urllib.request.build_opener(*handlers)
+
+
+def timed_opener(
+    allow_http: bool = False, redirect_hosts: Collection[str] = ()
+) -> urllib.request.OpenerDirector:
+    """An opener as `opener` makes, for many requests: each ends by the deadline `timed`
+    gave it (a request without one has none but its `timeout` per wait)."""
+    redirects = _Redirects(allow_http, redirect_hosts)
+    return urllib.request.build_opener(redirects, _InTimeHTTP(None), _InTimeHTTPS(None))
+
+
+_DEADLINE = "handbook_deadline"
+
+
+def timed(request: urllib.request.Request, deadline: float) -> urllib.request.Request:
+    """`request`, to end by `deadline` (a `time.monotonic()` value) in a `timed_opener`."""
+    setattr(request, _DEADLINE, deadline)
+    return request
+
+
+def _deadline_of(request: urllib.request.Request, fixed: float | None) -> float:
+    """The deadline an opener's handler applies: the request's own, else the opener's."""
+    own = getattr(request, _DEADLINE, None)
+    return own if own is not None else (fixed if fixed is not None else math.inf)
 
 
 def _wait(deadline: float, per_wait: float) -> float:
@@ -163,19 +193,21 @@ class _InTimeTLSConnection(_InTimeConnection, http.client.HTTPSConnection):
 
 
 class _InTimeHTTP(urllib.request.HTTPHandler):
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float | None) -> None:
         super().__init__()
         self.deadline = deadline
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(functools.partial(_InTimeConnection, deadline=self.deadline), req)
+        deadline = _deadline_of(req, self.deadline)
+        return self.do_open(functools.partial(_InTimeConnection, deadline=deadline), req)
 
 
 class _InTimeHTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float | None) -> None:
         super().__init__()
         self.deadline = deadline
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        connection = functools.partial(_InTimeTLSConnection, deadline=self.deadline)
+        deadline = _deadline_of(req, self.deadline)
+        connection = functools.partial(_InTimeTLSConnection, deadline=deadline)
         return self.do_open(connection, req)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..access.actor import CURRENT_ACTOR, id_problem
 from ..answers import AskAnswer, SearchHit, Source
-from ..bounds import json_len, refusal
+from ..bounds import DEFAULT_ASK_SOURCES, json_len, refusal
 from ..search import plain_words
 from ..search.query import QueryError
 from ..search.query_terms import Fitted, fit, idf
@@ -33,7 +33,6 @@ from .grounding import Evidence
 from .searching import render_hit
 from .snapshot import Snapshot
 
-DEFAULT_ASK_SOURCES = 3
 MAX_ASK_SOURCES = 10
 CANDIDATES = 4
 """Passages ranked per quoted one: the choice among them reorders by heading and support."""

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..answers import BriefAnswer, BriefItem, Pedigree
-from ..bounds import ENVELOPE_CHARS, fit_items, json_len, refusal
+from ..bounds import DEFAULT_BRIEF_LIMIT, ENVELOPE_CHARS, fit_items, json_len, refusal
 from ..bundle.catalog import DocEntry
 from ..pedigree.derived import DAY, is_retired
 from ..search.query import QueryError
@@ -36,7 +36,6 @@ from .hit_pages import shrink_excerpts
 from .searching import render_hit
 from .snapshot import Snapshot, compact
 
-DEFAULT_BRIEF_LIMIT = 8
 MAX_BRIEF_LIMIT = 50
 MAX_REFS = 20
 DEFAULT_HORIZON_DAYS = 180

@@ -34,15 +34,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..answers import CollectAnswer, CollectItem, Omission
-from ..bounds import ENVELOPE_CHARS, json_len, refusal
+from ..bounds import (
+    DEFAULT_COLLECT_BYTES,
+    DEFAULT_COLLECT_LIMIT,
+    ENVELOPE_CHARS,
+    json_len,
+    refusal,
+)
 from ..bundle.catalog import DocEntry
 from ..search.query import QueryError
 from ..search.query_terms import parse_query
 from .citing import AllowedSources
 from .snapshot import Snapshot, active_filters
 
-DEFAULT_COLLECT_LIMIT = 10
-DEFAULT_COLLECT_BYTES = 32_000
 MAX_COLLECT_IDS = 100
 MAX_LISTED_BEYOND_LIMIT = 50
 """Docs left out by `limit` are listed one by one up to this many, then counted."""

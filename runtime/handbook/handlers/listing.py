@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from ..answers import DocSummary, ListAnswer, Pedigree
 from ..bounds import (
+    DEFAULT_LIST_LIMIT,
     ENVELOPE_CHARS,
     MAX_LIMIT,
     check_limit,
@@ -30,7 +31,6 @@ from ..search.query import QueryError
 from ..search.query_terms import parse_query
 from .snapshot import Snapshot, active_filters, compact, field, truth
 
-DEFAULT_LIST_LIMIT = 20
 EXACT_MATCH_BONUS = 1_000_000
 T = TypeVar("T")
 

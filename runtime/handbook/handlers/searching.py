@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..answers import Pedigree, SearchAnswer, SearchHit
-from ..bounds import check_limit, check_offset, refusal
+from ..bounds import DEFAULT_SEARCH_LIMIT, check_limit, check_offset, refusal
 from ..search.hit_texts import excerpt_text
 from ..search.index import Hit
 from ..search.plain_words import syntax_note
@@ -27,7 +27,6 @@ from .hit_pages import page_of_hits
 from .listing import OFFSET_MESSAGE, applicable
 from .snapshot import WORD, Snapshot, active_filters
 
-DEFAULT_SEARCH_LIMIT = 10
 EXCERPT_CHARS = 240
 NO_MATCH_HINT = "No section matches. Try other words, fewer words, or list() to browse."
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
@@ -27,9 +27,10 @@ from ..pedigree.indexed import open_ledger
 from ..search.retriever import LexicalRetriever, Retriever, open_retriever
 from ..search.retriever_choice import open_named
 from ..search.stemmer import stem
-from ..tools.model import ToolContext
-from ..tools.table import context_of
 from .suggestions import IdIndex
+
+if TYPE_CHECKING:
+    from ..tools.model import ToolContext
 
 MAX_AVAILABLE_IDS = 50
 _COMPACT = re.compile(r"[\W_]+")
@@ -137,7 +138,10 @@ class Snapshot:
 
     @cached_property
     def tool_context(self) -> ToolContext:
-        """What the tool definitions say about this library."""
+        """What the tool definitions say about this library (the tool table is imported
+        here, by the transports that define tools, not by every process that searches)."""
+        from ..tools.table import context_of
+
         return context_of([self.bundle.catalog])
 
     @cached_property

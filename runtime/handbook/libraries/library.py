@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..answers import StatisticsRow, StatusAnswer
 from ..bounds import DEFAULT_MAX_RESPONSE_CHARS, never_raise
@@ -36,8 +36,10 @@ from ..errors import BundleError
 from ..handlers.citing import AllowedSources
 from ..handlers.snapshot import Snapshot
 from ..handlers.statistics import publish_status, statistics_rows, unlocated, weakest
-from ..tools.model import ToolContext
 from .snapshot_tools import SnapshotTools
+
+if TYPE_CHECKING:
+    from ..tools.model import ToolContext
 
 
 class Library(SnapshotTools):

@@ -6,6 +6,9 @@ so a reload mid-call cannot mix versions. A shelf's answers are `qualified`: eve
 names its library and its ref ``<library>:<id>``, and equal scores of several libraries
 go by ref. `get` and `resource` read one doc, which each class finds its own way
 (`_locate`): a library takes the id as given, a shelf resolves it to one library.
+
+Each tool imports its handler when first called: a process that only searches (an
+agent's short-lived tool call) does not import the other five.
 """
 
 from __future__ import annotations
@@ -24,15 +27,16 @@ from ..answers import (
     ResourceAnswer,
     SearchAnswer,
 )
-from ..bounds import never_raise
-from ..handlers import ask as asking
-from ..handlers import briefing
-from ..handlers.briefing import DEFAULT_BRIEF_LIMIT
+from ..bounds import (
+    DEFAULT_ASK_SOURCES,
+    DEFAULT_BRIEF_LIMIT,
+    DEFAULT_COLLECT_BYTES,
+    DEFAULT_COLLECT_LIMIT,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    never_raise,
+)
 from ..handlers.citing import AllowedSources
-from ..handlers.collect import DEFAULT_COLLECT_BYTES, DEFAULT_COLLECT_LIMIT, collect
-from ..handlers.listing import DEFAULT_LIST_LIMIT, list_docs
-from ..handlers.reading import get_doc, get_resource
-from ..handlers.searching import DEFAULT_SEARCH_LIMIT, search_passages
 from ..handlers.snapshot import Snapshot
 
 
@@ -70,6 +74,8 @@ class SnapshotTools(ABC):
         """Docs matching every filter (a frontmatter field, case-insensitive; list fields
         by membership; "any" for no filter), ranked by `query` when given (see
         `handbook.handlers.listing`)."""
+        from ..handlers.listing import list_docs
+
         named = {"reviewed": reviewed, "suspect": suspect, "include_retired": include_retired}
         filters = {**filters, **named, "lang": lang}
         return list_docs(
@@ -88,6 +94,8 @@ class SnapshotTools(ABC):
         """One doc as markdown with its metadata and sections, or one section of it (see
         `handbook.handlers.reading`). With `lang`, the doc in that language; when there is
         none, the default language's is served and the answer says so."""
+        from ..handlers.reading import get_doc
+
         located = self._locate(doc_id)
         if not isinstance(located, tuple):
             return located
@@ -108,6 +116,8 @@ class SnapshotTools(ABC):
     ) -> SearchAnswer:
         """Section-level hits for `query` (lunr syntax), best first, with excerpts; with
         `lang`, only in docs of that language; `offset` continues a truncated answer."""
+        from ..handlers.searching import search_passages
+
         return search_passages(
             self.snapshots(),
             self.max_response_chars,
@@ -134,6 +144,8 @@ class SnapshotTools(ABC):
     ) -> CollectAnswer:
         """Several docs in one call within a byte budget, every omission explained
         (see `handbook.handlers.collect`)."""
+        from ..handlers.collect import collect
+
         filters = {**filters, "lang": lang} if lang is not None else filters
         return collect(
             self.snapshots(),
@@ -152,12 +164,14 @@ class SnapshotTools(ABC):
     def ask(
         self,
         question: str,
-        limit: int = asking.DEFAULT_ASK_SOURCES,
+        limit: int = DEFAULT_ASK_SOURCES,
         correlation_id: str | None = None,
         retriever: str | None = None,
     ) -> AskAnswer:
         """A grounded answer quoting the library's passages, or `insufficient` (see
         `handbook.handlers.ask`). Never generated text."""
+        from ..handlers import ask as asking
+
         snapshots = self.snapshots()
         return asking.ask(
             snapshots,
@@ -180,6 +194,8 @@ class SnapshotTools(ABC):
     ) -> BriefAnswer:
         """What to read before `task`, ranked by relevance and trust (see
         `handbook.handlers.briefing`). Never generated text."""
+        from ..handlers import briefing
+
         return briefing.brief(
             self.snapshots(), task, refs, topics, limit, self.max_response_chars, retriever
         )
@@ -195,6 +211,8 @@ class SnapshotTools(ABC):
     ) -> ResourceAnswer:
         """A file attached to a folder doc, as verified bytes, or one section or page of
         an attached markdown file's text (see `handbook.handlers.reading`)."""
+        from ..handlers.reading import get_resource
+
         located = self._locate(doc_id)
         if not isinstance(located, tuple):
             return {"found": False, "error": located["error"]}

@@ -92,8 +92,9 @@ class Packer:
 
 class HitTexts:
     """The stored excerpt texts of a search file, decompressed one at a time on demand;
-    with `of`, entry i's text is text `of[i]` (checked when a hit needs it, so opening
-    the file stays one pass over the offsets)."""
+    with `of`, entry i's text is text `of[i]`. Both the number and the text's offsets
+    are checked when a hit needs them, so opening the file reads none of them (scanning
+    the offsets took 5 to 10 ms of every open at 10,000 docs)."""
 
     def __init__(
         self,
@@ -105,10 +106,7 @@ class HitTexts:
     ) -> None:
         if len(zdict) > DICT_BYTES:
             raise ValueError("entry_text_dict is longer than deflate's window")
-        starts = offsets.tolist()  # where each text starts: ascending, inside the blob
-        if starts != sorted(starts):  # compared in C: 46,000 offsets at 10,000 docs
-            raise ValueError("entry_text_offsets go backwards")
-        if not starts or starts[0] != 0 or starts[-1] != len(blob):
+        if not offsets or offsets[0] != 0 or offsets[-1] != len(blob):
             raise ValueError("entry_text_offsets do not span entry_text")
         self.blob, self.offsets, self.zdict, self.of = blob, offsets, bytes(zdict), of
         self.need = need
@@ -127,6 +125,8 @@ class HitTexts:
             if n >= len(self.offsets) - 1:
                 raise ValueError(f"entry_excerpt names text {n} of {len(self.offsets) - 1}")
             start, end = self.offsets[n], self.offsets[n + 1]
+            if not start <= end <= len(self.blob):
+                raise ValueError(f"entry_text_offsets go backwards at text {n}")
             self.need(start, end)
             packed = self.blob[start:end]
             unpacker = zlib.decompressobj(-15, zdict=self.zdict)

@@ -19,6 +19,7 @@ same count, hits, order and floats.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import itertools
 import math
@@ -36,14 +37,28 @@ from .array_loading import ARRAYS, load_arrays
 from .file_format import MAGIC, RESOURCE, VERSION
 from .fuzzy import fuzzy
 from .hit_texts import HitTexts
-from .postings import Strings, read_arrays, read_group
+from .postings import CheckedStrings, Strings, read_arrays, read_group
 from .query import Clause
 from .scoring import Plan, PostingList, entries_with, exhaustive, first_met
 
-LAZY_ARRAYS = ("post_entry", "post_score", "entry_text", "excerpt_text")
+LAZY_STRINGS = ("entry_title", "entry_anchor", "entry_sub_title", "entry_sub_anchor")
+"""The per-entry string tables, verified by the items a hit reads (`CheckedStrings`)."""
+LAZY_ARRAYS = (
+    "post_entry",
+    "post_score",
+    "entry_text",
+    "excerpt_text",
+    *LAZY_STRINGS,
+    *(f"{name}_offsets" for name in LAZY_STRINGS),
+)
 """The arrays verified by the ranges a query or a hit reads (`SearchIndex.need_postings`,
-the excerpt texts), with their ``resource_`` twins: most of the file at any size. Every
-other array is verified whole when the index is opened."""
+the excerpt texts, the hits' titles and anchors), with their ``resource_`` twins, and the
+term table (`TERM_TABLE`): most of the file at any size. Every other array is verified
+whole when the index is opened."""
+TERM_TABLE = ("terms", "terms_offsets")
+"""The term table, verified by the items a word's bisection reads (whole for the first
+wildcard or fuzzy word). It has no ``resource_`` twin: ``resource_terms`` numbers the
+terms an attached file's postings have, and is verified at open."""
 
 if TYPE_CHECKING:
     from .array_scoring import ArrayPostings
@@ -90,6 +105,7 @@ class SearchIndex:
     def _load(self, data: bytes) -> None:
         header, self._arrays = read_arrays(data)
         self._spans = _verify_arrays(self.file, header)
+        self._strings: dict[str, Strings] = {}
         self.fields: list[str] = list(header["fields"])
         if not all(isinstance(f, str) for f in self.fields):
             raise TypeError("fields must be names")
@@ -183,7 +199,19 @@ class SearchIndex:
                         self.need_postings(g, start, stop)
 
     def strings(self, name: str) -> Strings:
-        return Strings(self._arrays[name], self._arrays[f"{name}_offsets"])
+        """A string table, made once; one of the `LAZY_STRINGS` verifies each item as it
+        is first read."""
+        if name in self._strings:
+            return self._strings[name]
+        blob, offsets = self._arrays[name], self._arrays[f"{name}_offsets"]
+        table = Strings(blob, offsets)
+        if name in self._spans:
+            need_blob = functools.partial(self._need_in, name)
+            table = CheckedStrings(
+                blob, offsets, need_blob, functools.partial(self._need_in, f"{name}_offsets")
+            )
+        self._strings[name] = table
+        return table
 
     @property
     def terms(self) -> list[str]:
@@ -191,6 +219,8 @@ class SearchIndex:
         first such query; exact words are found in the blob by bisection)."""
         if self._terms is None:
             table = self.term_table
+            self._need_in("terms", 0, len(table.blob))
+            self._need_in("terms_offsets", 0, table.offsets.nbytes)
             blob = bytes(table.blob)
             self._terms = [
                 blob[table.offsets[i] : table.offsets[i + 1]].decode("utf-8")
@@ -353,7 +383,7 @@ def _verify_arrays(file: Ranged, header: dict[str, Any]) -> dict[str, tuple[int,
     """Verify every array of the search file but the `LAZY_ARRAYS`; (where each of those
     starts in the file, its item size), for the ranges read later."""
     base = 16 + int.from_bytes(file[12:16], "little")
-    lazy = {*LAZY_ARRAYS, *(RESOURCE + name for name in LAZY_ARRAYS)}
+    lazy = {*LAZY_ARRAYS, *(RESOURCE + name for name in LAZY_ARRAYS), *TERM_TABLE}
     spans = {}
     for name, (offset, count, typecode) in header["arrays"].items():
         size = array(typecode).itemsize

@@ -12,6 +12,7 @@ import bisect
 import json
 import sys
 from array import array
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 _ITEM_SIZE = {"I": 4, "H": 2, "B": 1}
@@ -65,6 +66,43 @@ class Strings:
         target = value.encode("utf-8")
         i = bisect.bisect_left(range(len(self)), target, key=self.raw)
         return i if i < len(self) and self.raw(i) == target else None
+
+
+class CheckedStrings(Strings):
+    """A string table verified by the items read (`handbook.bundle.ranged`): before an
+    item is decoded, `need_offsets` and `need_blob` are given the byte ranges of the
+    array and blob it reads. The per-entry titles and anchors are used only for the
+    hits shown, so verifying them whole at open would hash megabytes for ten strings."""
+
+    def __init__(
+        self,
+        blob: memoryview,
+        offsets: memoryview,
+        need_blob: Callable[[int, int], None],
+        need_offsets: Callable[[int, int], None],
+    ) -> None:
+        super().__init__(blob, offsets)
+        self._need_blob, self._need_offsets = need_blob, need_offsets
+        self._checked = bytearray(len(self))
+        """1 for each item already verified: a hit shown again costs a lookup."""
+
+    def _span(self, i: int) -> tuple[int, int]:
+        if i < 0:
+            raise IndexError(f"string {i} is not in the table")
+        if not self._checked[i]:
+            size = self.offsets.itemsize
+            self._need_offsets(i * size, (i + 2) * size)
+            self._need_blob(self.offsets[i], self.offsets[i + 1])
+            self._checked[i] = 1
+        return self.offsets[i], self.offsets[i + 1]
+
+    def __getitem__(self, i: int) -> str:
+        start, end = self._span(i)
+        return str(self.blob[start:end], "utf-8")
+
+    def raw(self, i: int) -> bytes:
+        start, end = self._span(i)
+        return bytes(self.blob[start:end])
 
 
 class Postings(NamedTuple):

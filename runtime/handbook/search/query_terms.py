@@ -17,6 +17,7 @@ stays the structured error `too_many_terms`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,10 +28,15 @@ from lunr.stop_word_filter import WORDS as STOP_WORDS
 from .query import MAX_TERMS, Clause, QueryError, parse
 from .stemmer import stem
 
-STOP_TERMS = frozenset(stem(word) for word in STOP_WORDS)
-"""Stop words as a parsed query holds them (stemmed)."""
 NOTE_TERMS = 12
 """Terms named per step in a note; the rest are counted."""
+
+
+@functools.cache
+def stop_terms() -> frozenset[str]:
+    """Stop words as a parsed query holds them (stemmed): made for the first query over
+    the cap, not at import (stemming them is about 3 ms of every cold start)."""
+    return frozenset(stem(word) for word in STOP_WORDS)
 
 
 class Frequencies(Protocol):
@@ -73,9 +79,10 @@ def fit(clauses: Sequence[Clause], frequency: Callable[[str], int]) -> Fitted:
     notes: list[str] = []
     # (clause, droppable): a merged word keeps its place and stays droppable
     kept = [(c, c.plain) for c in clauses]
-    stops = [c.term for c, plain in kept if plain and c.term in STOP_TERMS]
+    stop = stop_terms()
+    stops = [c.term for c, plain in kept if plain and c.term in stop]
     if stops:
-        kept = [(c, plain) for c, plain in kept if not (plain and c.term in STOP_TERMS)]
+        kept = [(c, plain) for c, plain in kept if not (plain and c.term in stop)]
         notes.append(f"dropped stop words ({_named(stops)})")
     if len(kept) > MAX_TERMS:
         kept, merged = _merge(kept)
