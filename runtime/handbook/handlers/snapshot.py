@@ -57,6 +57,8 @@ class Snapshot:
         self.clock = clock
         """Now, in seconds since the epoch: pedigrees are derived at the time of the call."""
         self._named: dict[str, Retriever] = {}
+        self.id_files = BundleIds(bundle.manifest.signed, bundle.read)
+        """The ids of catalog-offsets.bin and ids.bin, each file read when first needed."""
 
     def retriever_named(self, name: object) -> Retriever:
         """The retriever a call names (`retriever=`; None is the lexical default), opened
@@ -219,11 +221,6 @@ class Snapshot:
     def read(self, doc: DocEntry) -> bytes:
         """The doc's verified content."""
         return self.bundle.read(doc.content)
-
-    @cached_property
-    def id_files(self) -> BundleIds:
-        """The ids of catalog-offsets.bin and ids.bin, each file read when first needed."""
-        return BundleIds(self.bundle.manifest.signed, self.bundle.read)
 
     @cached_property
     def id_index(self) -> IdIndex:
