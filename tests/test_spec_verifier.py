@@ -44,6 +44,7 @@ MANIFEST = "manifest.json"
 CATALOG = "catalog.json"
 OFFSETS = "catalog-offsets.bin"
 CHUNKS = "chunks.bin"
+IDS = "ids.bin"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 SIGNED_KEYS = {"spec", "library", "version", "built_at", "files", "docs"}
 _MARKUP = set("`*_[]<>\\&!")
@@ -243,7 +244,45 @@ def verify_bundle(path: Path, public_key: bytes) -> dict[str, Any]:
     # 7. chunks.bin: each chunk hash it gives for the listed version of a file matches.
     if CHUNKS in contents:
         _check_chunks(contents[CHUNKS], files, contents)
+
+    # 8. ids.bin, written for this catalog.json: the ids squeezed, a line each, and the
+    #    line numbers ordered by squeezed id and by squeezed id read backwards.
+    if IDS in contents:
+        _check_ids(contents[IDS], files[CATALOG]["sha256"], ids)
     return signed
+
+
+def _squeeze(doc_id: str) -> bytes:
+    """An id squeezed as docs/spec/offsets.md says: UTF-8, ASCII letters lowercased, every
+    other ASCII byte but the digits dropped."""
+    out = bytearray()
+    for byte in doc_id.encode("utf-8"):
+        if byte >= 128 or chr(byte) in "0123456789abcdefghijklmnopqrstuvwxyz":
+            out.append(byte)
+        elif "A" <= chr(byte) <= "Z":
+            out.append(byte + 32)
+    return bytes(out)
+
+
+def _check_ids(data: bytes, catalog_sha: str, ids: list[str]) -> None:
+    if data[:8] != b"HBDOCIDS" or len(data) < 48:
+        raise Refused(f"{IDS}: no HBDOCIDS header")
+    version, docs = struct.unpack_from("<2I", data, 8)
+    if version != 1:
+        raise Refused(f"{IDS}: version {version}")
+    if data[16:48].hex() != catalog_sha:
+        return  # written for another catalog.json: readers suggest from the catalog's ids
+    if docs != len(ids) or len(data) < 48 + 8 * docs:
+        raise Refused(f"{IDS}: {docs} docs, the catalog has {len(ids)}")
+    by_start = list(struct.unpack_from(f"<{docs}I", data, 48))
+    by_end = list(struct.unpack_from(f"<{docs}I", data, 48 + 4 * docs))
+    lines = [_squeeze(i) for i in ids]
+    if data[48 + 8 * docs :] != b"\n" + b"".join(line + b"\n" for line in lines):
+        raise Refused(f"{IDS}: the squeezed ids are not the catalog's")
+    if by_start != sorted(range(docs), key=lambda n: (lines[n], n)):
+        raise Refused(f"{IDS}: the order by start is not the squeezed ids'")
+    if by_end != sorted(range(docs), key=lambda n: (lines[n][::-1], n)):
+        raise Refused(f"{IDS}: the order by end is not the squeezed ids'")
 
 
 def _check_chunks(data: bytes, files: dict[str, Any], contents: dict[str, bytes]) -> None:
@@ -508,6 +547,7 @@ def test_example_library_is_accepted(example: Built) -> None:
     assert {
         "catalog.json",
         "catalog-offsets.bin",
+        IDS,
         "index.json.gz",
         "tools.json",
         "llms.txt",
@@ -819,6 +859,26 @@ def test_offsets_that_frame_another_doc_are_refused(multibyte: Built, tmp_path: 
     _resign_file(root, multibyte.key, OFFSETS, bytes(data))
     with pytest.raises(Refused, match=r"catalog-offsets\.bin: entry 0 does not frame"):
         verify_bundle(root, multibyte.public)
+
+
+def test_ids_that_are_not_the_catalogs_are_refused(multibyte: Built, tmp_path: Path) -> None:
+    """ids.bin, re-signed with a line changed or an order's first two lines swapped."""
+    data = (multibyte.out / IDS).read_bytes()
+    docs = struct.unpack_from("<I", data, 12)[0]
+    first = struct.unpack_from("<2I", data, 48)
+    swapped = data[:48] + struct.pack("<2I", *first[::-1]) + data[56:]
+    last = data.rindex(b"\n", 0, len(data) - 1) + 1
+    cases = {
+        "order by start": swapped,
+        "squeezed ids are not": data[:last] + b"z" + data[last + 1 :],
+        "0 docs": data[:12] + struct.pack("<I", 0) + data[16:48] + b"\n\n",
+    }
+    assert docs >= 2 and data[last:-1]
+    for n, (message, changed) in enumerate(cases.items()):
+        root = _copy(multibyte, tmp_path / str(n))
+        _resign_file(root, multibyte.key, IDS, changed)
+        with pytest.raises(Refused, match=message):
+            verify_bundle(root, multibyte.public)
 
 
 @pytest.fixture(scope="module")

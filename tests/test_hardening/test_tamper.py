@@ -1,7 +1,7 @@
 """The tamper matrix: every file of a signed bundle, changed in every small way an
 attacker or a failing disk could change it, makes the bundle refused.
 
-For each file (the manifest, catalog.json, catalog-offsets.bin, index.json.gz,
+For each file (the manifest, catalog.json, catalog-offsets.bin, ids.bin, index.json.gz,
 search.bin, tools.json, llms.txt, chunks.bin (the example is built with chunk hashes of
 every file above 1 KiB, so that the large files are read by chunks), every content file
 and every attached resource) and
@@ -35,7 +35,7 @@ import pytest
 from conftest import KEY, PUBLIC, ROOT, get_json, live, request
 
 from handbook import BundleError, Library
-from handbook.bundle.layout import CATALOG_OFFSETS, CHUNKS, is_content
+from handbook.bundle.layout import CATALOG_OFFSETS, CHUNKS, IDS, is_content
 from handbook.bundle.local import open_bundle
 from handbook.bundle.manifest import MANIFEST
 from handbook.bundle.signing import SIGNING_KEY_ENV, TRUSTED_KEYS_ENV
@@ -235,6 +235,8 @@ def _handler_answers(
                 (f"collect(ids=[{doc_id}])", lib.collect(ids=[doc_id])),
             ]
         return [(f"resource({doc_id}, {resource})", lib.resource(doc_id, resource))]
+    if name == IDS:  # read for an unknown id's suggestions alone
+        return [("get(an unknown id)", lib.get(CHANGED_DOC + "0"))]
     if name == "catalog.json":
         got = lib.get(CHANGED_DOC)
         if got.get("found") is True:  # the chunks its entry lies in are intact (chunks.bin)
@@ -344,6 +346,7 @@ def test_the_matrix_covers_every_kind_of_file(versions: Versions) -> None:
         MANIFEST,
         "catalog.json",
         CATALOG_OFFSETS,
+        IDS,
         "index.json.gz",
         "search.bin",
         "tools.json",

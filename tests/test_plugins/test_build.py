@@ -61,7 +61,7 @@ def test_example_builds_and_verifies(tmp_path: Path) -> None:
         "build", "--config", str(EXAMPLE), "--out", str(tmp_path / "b"), "--key", str(KEY_FILE)
     )
     assert run.exit_code == 0, run.stderr
-    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 13 files")
+    assert run.lines[-2].startswith("built plant-floor 1.0.0: 6 docs, 14 files")
     verified = run_cli("verify", str(tmp_path / "b"), "--key", PUBLIC)
     assert verified.exit_code == 0
     assert verified.lines[-1] == "ok"
@@ -73,6 +73,7 @@ def test_bundle_holds_what_the_spec_says(built: Path) -> None:
     assert {
         "catalog.json",
         "catalog-offsets.bin",
+        "ids.bin",
         "index.json.gz",
         "tools.json",
         "llms.txt",
@@ -140,6 +141,7 @@ def _damage_cases() -> list[tuple[str, str]]:
             "manifest.json",
             "catalog.json",
             "catalog-offsets.bin",
+            "ids.bin",
             "index.json.gz",
             "tools.json",
             "llms.txt",

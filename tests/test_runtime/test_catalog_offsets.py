@@ -217,7 +217,9 @@ def test_unsorted_ids_are_refused(plant_floor_bundle: Path, tmp_path: Path) -> N
         d[HEAD + 12 * docs + 4] = ord("~")
 
     lib = _resigned_offsets(plant_floor_bundle, tmp_path, unsort)
-    message = _integrity(lib.get("device.acme.ac200"), CATALOG_OFFSETS)
+    # the first id is gone from the file: an unknown id, told from its bytes (issue 29);
+    # any id it still holds is refused, as the order is checked before an entry is read
+    message = _integrity(lib.get(_ids(plant_floor_bundle)[1]), CATALOG_OFFSETS)
     assert "not sorted" in message or "the offsets name" in message
     _refused_by_verify(lib)
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PUBLIC
+from conftest import PUBLIC, REAL_SITES, shared_data
+from test_id_table import table_of
 
 from handbook import Library
 from handbook.handlers import suggestions
@@ -171,3 +172,133 @@ def test_every_line_found_is_numbered_as_its_id() -> None:
             ]
             assert [n for n, _ in found] == expected, (ids, needle)
             assert all(line == suggestions.squeeze(ids[n]) for n, line in found)
+
+
+# -- the same suggestions as the line search before ids.bin ---------------------------------
+
+
+class _LineSearch:
+    """The suggestions before ids.bin (issue 29's second stop), kept as the reference:
+    every anchor found by substring searches of the squeezed lines, in C. The index that
+    bisects ids.bin's orders must suggest exactly what this suggests."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+        joined = "\n".join(i.replace("\n", " ") for i in ids)
+        self.text = b"\n" + suggestions.squeeze(joined) + b"\n"
+
+    def suggest(self, wanted: str) -> list[str]:
+        key = suggestions.squeeze(wanted.strip()[: suggestions.MAX_WANTED]).replace(b"\n", b"")
+        if not key or not self.ids:
+            return []
+        same = [self.ids[n] for n, _ in self._find(b"\n" + key + b"\n", 1, suggestions.LIMIT)]
+        containing = [self.ids[n] for n, _ in self._find(key, 0, suggestions.LIMIT)]
+        candidates = dict(self._anchored(key, start=True))
+        candidates.update(self._anchored(key, start=False))
+        order, lines = list(candidates), list(candidates.values())
+        close = [self.ids[order[n]] for n in suggestions._closest(key, lines)]
+        held = [self.ids[n] for n, line in candidates.items() if line in key]
+        return list(dict.fromkeys([*same, *close, *containing, *held]))[: suggestions.LIMIT]
+
+    def _anchored(self, key: bytes, start: bool) -> list[tuple[int, bytes]]:
+        def part(length: int) -> bytes:
+            return b"\n" + key[:length] if start else key[len(key) - length :] + b"\n"
+
+        low, high = 0, len(key)
+        while low < high:
+            mid = (low + high + 1) // 2
+            low, high = (mid, high) if part(mid) in self.text else (low, mid - 1)
+        shortest = min(suggestions.MIN_ANCHOR, len(key))
+        if low < shortest:
+            return []
+        found: dict[int, bytes] = {}
+        for length in range(low, max(shortest, low - suggestions.SLACK) - 1, -1):
+            if len(found) >= suggestions.CANDIDATES:
+                break
+            found.update(self._find(part(length), 1 if start else 0, suggestions.POOL))
+        by_length = sorted(found.items(), key=lambda item: abs(len(item[1]) - len(key)))
+        return by_length[: suggestions.CANDIDATES]
+
+    def _find(self, needle: bytes, anchor: int, limit: int) -> Iterator[tuple[int, bytes]]:
+        text = self.text
+        at, found, last, line, counted = 0, 0, -1, -1, 0
+        while found < limit:
+            at = text.find(needle, at)
+            if at < 0:
+                return
+            begin = text.rfind(b"\n", 0, at + anchor + 1)
+            line += text.count(b"\n", counted, begin + 1)
+            counted = begin + 1
+            at += 1
+            if line != last and 0 <= line < len(self.ids):
+                found, last = found + 1, line
+                yield line, text[begin + 1 : text.find(b"\n", begin + 1)]
+
+
+HOSTILE = ["x" * 10_000, "\x00\x07\n" * 3000, "дев." * 2500, "", "...", "\n", "\ud800ab"]
+HOSTILE += ["é" * 300, "a", "ab", "-a-", "acme", "device", "ac200" * 50]
+
+
+def _misses(rng: random.Random, ids: list[str], count: int) -> Iterator[str]:
+    """Near misses of `ids` (typos, case, parts left out or added, a cut, a long repeat)
+    and hostile ids."""
+    yield from HOSTILE
+    for wanted in rng.sample(ids, min(count, len(ids))):
+        if len(wanted) < 3:
+            yield wanted.upper()
+            continue
+        if "." in wanted.strip(".")[1:-1]:
+            yield from (variant for _, variant in _variants(rng, wanted))
+        yield wanted[: rng.randrange(1, len(wanted))]
+        yield wanted[rng.randrange(1, len(wanted)) :]
+        yield wanted * 40
+        yield "\x00" + wanted.replace(".", " ") + "\n"
+
+
+def _assert_same_as_before(ids: list[str], misses: Iterator[str]) -> int:
+    """Both the index made in memory and the one read from ids.bin suggest exactly what
+    the line search did; the number of ids compared."""
+    before, memory = _LineSearch(ids), IdIndex(ids)
+    from_file = IdIndex(table_of(ids))
+    compared = 0
+    for wanted in misses:
+        expected = before.suggest(wanted)
+        assert memory.suggest(wanted) == expected, (wanted[:80], ids[:5])
+        assert from_file.suggest(wanted) == expected, (wanted[:80], ids[:5])
+        compared += 1
+    return compared
+
+
+def test_suggestions_are_those_of_the_line_search_before() -> None:
+    rng = random.Random(2929)
+    ids = _library_ids(rng, 1500)
+    assert _assert_same_as_before(ids, _misses(rng, ids, 60)) > 400
+
+
+def test_odd_ids_are_suggested_as_before() -> None:
+    """Ids that squeeze to nothing or to the same line, repeated (once per language),
+    non-ASCII, holding a line break; tiny libraries."""
+    rng = random.Random(11)
+    pieces = ["a", "b", "ab", "-", "--", "A-B", "a.b", "b_a", "é", ".", "ba", "abc", "x\ny"]
+    for size in (1, 2, 3, 12, 40):
+        for _ in range(25):
+            ids = sorted("".join(rng.choices(pieces, k=rng.randint(1, 4))) for _ in range(size))
+            _assert_same_as_before(ids, _misses(rng, ids, 5))
+
+
+def test_real_site_ids_are_suggested_as_before() -> None:
+    """Ids made from the pages of real documentation sites, as an adopted site makes them."""
+    root = shared_data(REAL_SITES)
+    ids = sorted(
+        {
+            re.sub(
+                r"[^a-z0-9_.-]+",
+                "-",
+                p.relative_to(root).with_suffix("").as_posix().lower().replace("/", "."),
+            ).strip(".-")
+            for p in root.rglob("*.md")
+        }
+        - {""}
+    )
+    assert len(ids) > 100
+    assert _assert_same_as_before(ids, _misses(random.Random(3), ids, 100)) > 500

@@ -77,3 +77,24 @@ def test_committed_chunk_file_is_the_layout_the_spec_gives() -> None:
     parts = [sample[at : at + size] for at in range(0, len(sample), size)]
     assert digests == b"".join(hashlib.sha256(p).digest() for p in parts)
     assert len(parts) == 3 and len(parts[-1]) == 2500 - 2048
+
+
+def test_committed_ids_file_is_the_layout_the_spec_gives() -> None:
+    """ids.bin, read as docs/spec/offsets.md writes it out, without the runtime."""
+    import hashlib
+    import struct
+
+    data = (VECTORS / "ids.bin").read_bytes()
+    assert data[:8] == b"HBDOCIDS" and struct.unpack_from("<2I", data, 8) == (1, 5)
+    assert data[16:48] == hashlib.sha256(generate.IDS_CATALOG).digest()
+    by_start, by_end = struct.unpack_from("<5I", data, 48), struct.unpack_from("<5I", data, 68)
+    lines = [b"deviceacmeac200", b"deviceacmeac200", b"guide\xc3\xa9x", b"guide\xc3\xa9x", b"za"]
+    assert data[88:] == b"\n" + b"".join(line + b"\n" for line in lines)
+    assert by_start == (0, 1, 2, 3, 4)
+    assert by_end == (
+        0,
+        1,
+        4,
+        2,
+        3,
+    )  # backwards: "002camecived" twice, "az", "x\xa9\xc3ediug" twice

@@ -16,7 +16,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from handbook.bundle import canonical
+from handbook.bundle import canonical, id_table
 from handbook.bundle.chunks import ChunkHasher
 from handbook.bundle.chunks import dumps as chunk_file
 from handbook.bundle.manifest import FileEntry, Manifest, Signed
@@ -52,6 +52,17 @@ def chunks_vector() -> bytes:
     hasher = ChunkHasher(CHUNK_SIZE)
     hasher.update(CHUNKED_SAMPLE)
     return chunk_file({"search.bin": hasher.chunked()})
+
+
+IDS_SAMPLE = ["Device.ACME.ac-200", "device.acme.ac200", "guide.\u00e9_x", "guide.\u00e9_x", "z.a"]
+"""The ids ids.bin squeezes and orders: case, punctuation, a non-ASCII letter, an id
+twice (two languages), ties in both orders."""
+IDS_CATALOG = b'{"docs":[],"library":{}}'
+
+
+def ids_vector() -> bytes:
+    """ids.bin for `IDS_SAMPLE`, written for the catalog `IDS_CATALOG`."""
+    return id_table.dumps(IDS_SAMPLE, hashlib.sha256(IDS_CATALOG).digest())
 
 
 def test_key() -> Ed25519PrivateKey:
@@ -98,6 +109,7 @@ def generate(out: Path) -> None:
     manifest = Manifest(signed, (sign(key, MANIFEST_TAG, signed.to_dict()),))
     (out / "manifest.json").write_bytes(manifest.to_bytes())
     (out / "chunks.bin").write_bytes(chunks_vector())
+    (out / "ids.bin").write_bytes(ids_vector())
 
 
 if __name__ == "__main__":

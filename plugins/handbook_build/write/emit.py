@@ -43,6 +43,7 @@ from ..config.options import VERIFIED_STATES
 from ..config.settings import Config
 from ..read.parse import Doc
 from ..read.plain_text import plain_text
+from .id_file import write_ids
 from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
@@ -95,6 +96,7 @@ def emit(
     catalog_bytes, offsets = catalog_offsets.write(catalog)
     writer.write(CATALOG, catalog_bytes)
     writer.write(CATALOG_OFFSETS, offsets)
+    write_ids(writer, catalog, catalog_bytes)
     del catalog_bytes
     if config.reviews is not None:
         reviews, offsets = reviews_files(config, records)

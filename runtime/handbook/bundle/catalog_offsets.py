@@ -24,8 +24,9 @@ import json
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any
+from typing import Any, overload
 
 from ..errors import FormatError
 from .catalog import Catalog
@@ -34,6 +35,9 @@ from .layout import CATALOG, CATALOG_OFFSETS
 MAGIC = b"HBCATOFF"
 VERSION = 1
 _HEAD = len(MAGIC) + 16 + 32
+PLACES = 64
+"""Places an id's bytes are looked at in the ids by `IdBytes.absent` before it leaves
+the answer to `CatalogOffsets`."""
 
 
 def dumps(value: Any) -> bytes:
@@ -121,6 +125,77 @@ class CatalogOffsets:
     def span(self, position: int) -> tuple[int, int]:
         """The byte range of the doc at `position` in catalog.json."""
         return self.starts[position], self.ends[position]
+
+
+def _refuse(why: str) -> FormatError:
+    return FormatError(f"{CATALOG_OFFSETS}: {why}")
+
+
+class IdBytes(Sequence[str]):
+    """The ids of a verified ``catalog-offsets.bin``, each cut and decoded when asked
+    for, so that an unknown id is answered without cutting 10,000 of them. Nothing is
+    checked here about their order: `CatalogOffsets` checks it before an entry is read,
+    and `handbook verify` always."""
+
+    def __init__(self, data: bytes) -> None:
+        if len(data) < _HEAD or data[: len(MAGIC)] != MAGIC:
+            raise _refuse("not a catalog offsets file (no HBCATOFF header)")
+        version, docs = _read(data, len(MAGIC), 2)
+        if version != VERSION:
+            raise _refuse(f"version {version}; this reader knows version {VERSION}")
+        self._at = _HEAD + 4 * (3 * docs + 1)
+        if self._at > len(data):
+            raise _refuse(f"too short for {docs:,} docs")
+        self._offsets = _read(data, _HEAD + 8 * docs, docs + 1)
+        if self._offsets[0] != 0 or self._at + self._offsets[-1] != len(data):
+            raise _refuse("its ids do not fill the end of the file")
+        self._data, self._docs = data, docs
+        self.catalog_sha256 = data[_HEAD - 32 : _HEAD].hex()
+
+    def __len__(self) -> int:
+        return self._docs
+
+    def encoded(self, n: int) -> bytes:
+        """The UTF-8 bytes of the n-th id."""
+        if 0 <= n < self._docs:
+            start, end = self._offsets[n], self._offsets[n + 1]
+            if start <= end:
+                return self._data[self._at + start : self._at + end]
+        raise _refuse(f"the range of id {n} is out of order")
+
+    @overload
+    def __getitem__(self, n: int) -> str: ...
+    @overload
+    def __getitem__(self, n: slice) -> list[str]: ...
+    def __getitem__(self, n: int | slice) -> str | list[str]:
+        if isinstance(n, slice):
+            return [self[k] for k in range(*n.indices(self._docs))]
+        if not -self._docs <= n < self._docs:
+            raise IndexError(n)
+        try:
+            return self.encoded(n % self._docs).decode()
+        except UnicodeDecodeError:
+            raise _refuse(f"id {n % self._docs} is not UTF-8") from None
+
+    def absent(self, doc_id: str) -> bool:
+        """True when no id is `doc_id`: its bytes are searched in the ids (in C) and each
+        place found looked up in the id offsets, whatever the ids' order (exact for any
+        file whose offsets rise, as `CatalogOffsets` requires). False when an id is, or
+        when the bytes occur in more than `PLACES` places (`CatalogOffsets` answers)."""
+        try:
+            needle = doc_id.encode()
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 id holds one
+            return True
+        data, offsets, found = self._data, self._offsets, self._at - 1
+        for _ in range(PLACES if needle else 0):
+            found = data.find(needle, found + 1)
+            if found < 0:
+                return True
+            place = found - self._at
+            k = bisect_left(offsets, place)
+            if k < self._docs and offsets[k] == place and offsets[k + 1] == place + len(needle):
+                return False
+        return False
 
 
 def _sorted(values: list[Any]) -> bool:

@@ -17,6 +17,8 @@ CATALOG = "catalog.json"
 """Library metadata and one entry per doc."""
 CATALOG_OFFSETS = "catalog-offsets.bin"
 """Where each doc's entry lies in the catalog, for reading one entry (`handbook.bundle.catalog_offsets`)."""
+IDS = "ids.bin"
+"""The ids squeezed and ordered for an unknown id's suggestions (`handbook.bundle.id_table`)."""
 CHUNKS = "chunks.bin"
 """The sha256 of each chunk of the large listed files, so that a reader hashes only the
 chunks it reads (`handbook.bundle.chunks`)."""

@@ -37,7 +37,7 @@ from ..errors import (
     HashMismatchError,
     MissingFileError,
 )
-from . import review_offsets
+from . import id_table, review_offsets
 from .catalog import Catalog, DocEntry, LibraryInfo
 from .catalog_offsets import CatalogOffsets
 from .chunks import ChunkHashes
@@ -311,6 +311,7 @@ def open_bundle(
             hash_file(tree, name, entry)
         bundle.catalog  # noqa: B018 - parse and check it now
         check_offsets(bundle)
+        id_table.check(manifest.signed.files, bundle.read, [d.id for d in bundle.catalog.docs])
         check_chunks(bundle, tree)
         if REVIEW_OFFSETS in manifest.signed.files:
             review_offsets.check(manifest, bundle.read(REVIEW_OFFSETS), bundle.read)

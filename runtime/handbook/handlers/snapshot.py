@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..answers import GetAnswer, Pedigree
 from ..bounds import clip
 from ..bundle.catalog import DocEntry, SectionEntry, passages
+from ..bundle.id_table import BundleIds
 from ..bundle.layout import SEARCH
 from ..bundle.local import Bundle
 from ..pedigree.derived import Ledger, retirement
@@ -56,6 +57,8 @@ class Snapshot:
         self.clock = clock
         """Now, in seconds since the epoch: pedigrees are derived at the time of the call."""
         self._named: dict[str, Retriever] = {}
+        self.id_files = BundleIds(bundle.manifest.signed, bundle.read)
+        """The ids of catalog-offsets.bin and ids.bin, each file read when first needed."""
 
     def retriever_named(self, name: object) -> Retriever:
         """The retriever a call names (`retriever=`; None is the lexical default), opened
@@ -191,6 +194,8 @@ class Snapshot:
     def doc(self, doc_id: str) -> DocEntry | None:
         """The entry of `doc_id` (or `<this library>:<id>`) in the default language, or None."""
         wanted = doc_id.strip().removeprefix(f"{self.name}:")
+        if "by_id" not in self.__dict__ and self.id_files.absent(wanted):
+            return None  # from catalog-offsets.bin's bytes: its ids are not even cut
         if "by_id" not in self.__dict__ and (alone := self.bundle.docs_with_id(wanted)) is not None:
             chosen = None  # as `by_id` chooses: the one in the default language, or the first
             for doc in alone:
@@ -219,9 +224,9 @@ class Snapshot:
 
     @cached_property
     def id_index(self) -> IdIndex:
-        """The ids suggestions come from, read from catalog-offsets.bin where the bundle
-        has it (the catalog is not parsed)."""
-        return IdIndex(self.bundle.doc_ids())
+        """The ids suggestions come from: ids.bin, else the ids of catalog-offsets.bin
+        where the bundle has it (the catalog is not parsed)."""
+        return IdIndex(self.id_files.table() or self.bundle.doc_ids())
 
     def suggest(self, doc_id: str) -> list[str]:
         """Ids close to `doc_id`: the same but for case and punctuation, similar
