@@ -259,6 +259,17 @@ class LunrIndex:
         lunr_index = array("I", [i for _, i in self._code_point_terms])
         return SearchArrays(terms, lunr_index, docs, attached)
 
+    def release(self) -> None:
+        """Drop the postings, frequencies and refs: the search file is the last thing
+        written from an index, and at 100,000 docs they are most of a gigabyte that its
+        excerpt texts and arrays would otherwise be made beside. Used up after this."""
+        for group in (*self.postings, *self.posting_tf):
+            group.clear()
+        self.lengths = [array("I") for _ in self.fields]
+        self.frequencies, self.frequency_starts = array("I"), array("Q", [0])
+        self.refs, self.term_index = [], {}
+        self._sorted_terms, self._member_json, self._code_point_terms = [], [], []
+
     def chunks(self) -> Iterator[str]:
         """The serialized index as JSON text, in pieces (lunr 2.3 / lunr-schema layout).
         The pieces are rendered in parallel where the process can fork."""

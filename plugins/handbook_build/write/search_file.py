@@ -28,26 +28,34 @@ def search_file(
     `order` is the docs' catalog positions in index order; the entries of the attached
     markdown files (`markdown`: catalog position, file) follow theirs, in their arrays.
     With `bodies` (each doc's markdown, in `order`), each doc entry's excerpt text is
-    stored too, so that rendering a hit reads no content file (`handbook.search.hit_texts`)."""
+    stored too, so that rendering a hit reads no content file (`handbook.search.hit_texts`).
+    `index` is used up (`LunrIndex.release`): write the lunr index from it first."""
     docs = search_format.Passages()
     firsts = []  # per doc in `order`, its first entry
     for n in order:
         entry = catalog.docs[n]
         firsts.append(len(docs.ranges))
         _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
-    texts = None if bodies is None else _texts(docs, firsts, bodies)
     files = search_format.Passages()
     for f, (_, resource) in enumerate(markdown):
         _passages(files, f, resource.sections, resource.subsections, resource.bytes)
     if len(docs.owner) + len(files.owner) != len(index.refs):
         raise RuntimeError("the index and the catalog disagree about the entries")
     arrays = index.search_arrays(split=len(docs.owner))
+    index.release()  # the texts are cut without the postings beside them
+    texts = None if bodies is None else _texts(docs, firsts, bodies)
+    doc_id, doc_title, doc_content, doc_retired = [], [], [], []
+    for d in catalog.docs:  # once: a streamed build's entries are decoded on each read
+        doc_id.append(d.id)
+        doc_title.append(d.title)
+        doc_content.append(bytes.fromhex(d.sha256))
+        doc_retired.append(is_retired(d))
     return search_format.write(
         arrays,
         docs,
-        doc_id=[d.id for d in catalog.docs],
-        doc_title=[d.title for d in catalog.docs],
-        doc_content=[bytes.fromhex(d.sha256) for d in catalog.docs],
+        doc_id=doc_id,
+        doc_title=doc_title,
+        doc_content=doc_content,
         attached=search_format.Attached(
             files,
             doc=[n for n, _ in markdown],
@@ -57,7 +65,7 @@ def search_file(
         if markdown
         else None,
         entry_text=texts,
-        doc_retired=[is_retired(d) for d in catalog.docs],
+        doc_retired=doc_retired,
     )
 
 
@@ -76,6 +84,7 @@ def _texts(
         stop = firsts[i + 1] if i + 1 < len(firsts) else total
         for start, end in docs.ranges[firsts[i] : stop]:
             packer.add(excerpt_text(content, start, end).encode("utf-8"))
+    packer.close()
     return packer
 
 

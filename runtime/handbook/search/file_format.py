@@ -190,7 +190,7 @@ def write(
     bundles read as before. `entry_text` holds the doc entries' excerpt texts, compressed
     as the build made them (`handbook.search.hit_texts.Packer`), stored when given;
     `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
-    arrays: dict[str, tuple[str, bytes | array[int]]] = {}
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
         ("entry_title", docs.title),
@@ -228,13 +228,13 @@ def write(
                 data.byteswap()
             piece: bytes | memoryview = memoryview(data).cast("B")
         else:
-            piece = data
+            piece = memoryview(data)
         yield piece
         yield b"\0" * (-len(piece) % 8)
 
 
 def _group(
-    arrays: dict[str, tuple[str, bytes | array[int]]],
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
     prefix: str,
     postings: Postings,
     passages: Passages,
@@ -273,7 +273,9 @@ def impact_heads(
 
 
 def _attached_into(
-    arrays: dict[str, tuple[str, bytes | array[int]]], postings: Postings, attached: Attached
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
+    postings: Postings,
+    attached: Attached,
 ) -> None:
     """The ``resource_`` arrays: the attached files' postings, entries and files."""
     _group(arrays, RESOURCE, postings, attached.passages)
@@ -287,20 +289,19 @@ def _attached_into(
     arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
 
 
-def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: hit_texts.Packer) -> None:
+def _texts_into(
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]], texts: hit_texts.Packer
+) -> None:
     """``excerpt_text`` (each distinct text deflated against ``excerpt_text_dict``), its
     offsets, and ``entry_excerpt``: per entry, the number of its text."""
     arrays["excerpt_text_dict"] = ("B", texts.zdict)
-    arrays["excerpt_text"] = ("B", b"".join(texts.packed))
-    offsets = array("I", [0])
-    for item in texts.packed:
-        offsets.append(offsets[-1] + len(item))
-    arrays["excerpt_text_offsets"] = ("I", offsets)
+    arrays["excerpt_text"] = ("B", texts.blob)
+    arrays["excerpt_text_offsets"] = ("I", texts.offsets)
     arrays["entry_excerpt"] = ("I", texts.of)
 
 
 def _strings_into(
-    arrays: dict[str, tuple[str, bytes | array[int]]], name: str, strings: Iterable[str]
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]], name: str, strings: Iterable[str]
 ) -> None:
     blob, starts = _strings(strings)
     arrays[name] = ("B", blob)
