@@ -117,14 +117,26 @@ def write_streamed(
     the check, handing each doc to the stream as it is checked, and raises (nothing is
     published; the staging folder is removed) when the check fails."""
     with staging(folder) as writer:
-        stream = Stream(config, writer)
-        check(stream)
-        built_at = build_time()
-        catalog = stream.finish(built_at, source_counts(stream.docs, config.default_lang))
-        if config.semantic:
-            _embed(config, writer, catalog, embedding)
-        _seal(config, writer, key, built_at, len(stream.docs), None)
+        _write_stream(config, writer, key, check, embedding)
         return publish(writer, folder, key)
+
+
+def _write_stream(
+    config: Config,
+    writer: BundleWriter,
+    key: Ed25519PrivateKey | None,
+    check: Callable[[Stream], None],
+    embedding: Progress | None,
+) -> None:
+    """Check into a stream and seal what it wrote; the stream is freed on return, so
+    verifying (which parses the whole catalog) has the memory."""
+    stream = Stream(config, writer)
+    check(stream)
+    built_at = build_time()
+    catalog = stream.finish(built_at, source_counts(stream.docs, config.default_lang))
+    if config.semantic:
+        _embed(config, writer, catalog, embedding)
+    _seal(config, writer, key, built_at, len(stream.docs), None)
 
 
 def doc_lang(doc: Doc) -> str | None:

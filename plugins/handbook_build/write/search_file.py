@@ -34,14 +34,14 @@ def search_file(
     firsts = []  # per doc in `order`, its first entry
     for n in order:
         entry = catalog.docs[n]
-        firsts.append(len(docs.ranges))
+        firsts.append(len(docs))
         _passages(docs, n, entry.sections, entry.subsections, entry.bytes)
     files = search_format.Passages()
     for f, (_, resource) in enumerate(markdown):
         _passages(files, f, resource.sections, resource.subsections, resource.bytes)
-    if len(docs.owner) + len(files.owner) != len(index.refs):
+    if len(docs) + len(files) != len(index.refs):
         raise RuntimeError("the index and the catalog disagree about the entries")
-    arrays = index.search_arrays(split=len(docs.owner))
+    arrays = index.search_arrays(split=len(docs))
     index.release()  # the texts are cut without the postings beside them
     texts = None if bodies is None else _texts(docs, firsts, bodies)
     doc_id, doc_title, doc_content, doc_retired = [], [], [], []
@@ -75,14 +75,16 @@ def _texts(
     """Each doc entry's excerpt text (`hit_texts.excerpt_text`), compressed as it is cut,
     one doc's body at a time; the dictionary is sampled from the texts first, as
     `hit_texts.dictionary` would from all of them."""
-    total = len(docs.ranges)
+    total = len(docs)
     step = max(1, total // hit_texts.DICT_SAMPLE)
     sample = [_text(docs, firsts, bodies, e) for e in range(0, total, step)]
     packer = hit_texts.Packer(hit_texts.dictionary(sample))
     for i, body in enumerate(bodies):
         content = body.encode("utf-8")
         stop = firsts[i + 1] if i + 1 < len(firsts) else total
-        for start, end in docs.ranges[firsts[i] : stop]:
+        for start, end in zip(
+            docs.starts[firsts[i] : stop], docs.ends[firsts[i] : stop], strict=True
+        ):
             packer.add(excerpt_text(content, start, end).encode("utf-8"))
     packer.close()
     return packer
@@ -91,7 +93,7 @@ def _texts(
 def _text(
     docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[str], entry: int
 ) -> bytes:
-    start, end = docs.ranges[entry]
+    start, end = docs.starts[entry], docs.ends[entry]
     body = bodies[bisect.bisect_right(firsts, entry) - 1].encode("utf-8")
     return excerpt_text(body, start, end).encode("utf-8")
 

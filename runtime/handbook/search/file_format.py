@@ -109,19 +109,48 @@ def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     return b"".join(encoded), offsets
 
 
+class Strings:
+    """UTF-8 strings appended one at a time into one buffer with uint32 offsets, as the
+    file stores them: a million entries' titles and anchors held as str objects took
+    hundreds of megabytes at 100,000 docs."""
+
+    def __init__(self) -> None:
+        self.blob = bytearray()
+        self.offsets = array("I", [0])
+
+    def append(self, text: str) -> None:
+        self.blob += text.encode("utf-8")
+        self.offsets.append(len(self.blob))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, n: int) -> str:
+        return self.blob[self.offsets[n] : self.offsets[n + 1]].decode("utf-8")
+
+    def any(self) -> bool:
+        """Whether any string is not empty."""
+        return bool(self.blob)
+
+
 @dataclass
 class Passages:
     """Per entry of one group, in index order: its owner (a doc's catalog position, or an
     attached file's number), its UTF-8 byte range in the owner's text, its ``##``
     section's title and anchor ("" for the text before the first section), and the
-    subsection's whose text it is ("" for a ``##`` section's own text)."""
+    subsection's whose text it is ("" for a ``##`` section's own text). Kept as the
+    file's arrays, never as objects per entry."""
 
-    owner: list[int] = field(default_factory=list)
-    ranges: list[tuple[int, int]] = field(default_factory=list)
-    title: list[str] = field(default_factory=list)
-    anchor: list[str] = field(default_factory=list)
-    sub_title: list[str] = field(default_factory=list)
-    sub_anchor: list[str] = field(default_factory=list)
+    owner: array[int] = field(default_factory=lambda: array("I"))
+    starts: array[int] = field(default_factory=lambda: array("I"))
+    ends: array[int] = field(default_factory=lambda: array("I"))
+    title: Strings = field(default_factory=Strings)
+    anchor: Strings = field(default_factory=Strings)
+    sub_title: Strings = field(default_factory=Strings)
+    sub_anchor: Strings = field(default_factory=Strings)
+
+    def __len__(self) -> int:
+        return len(self.owner)
 
     def add(
         self,
@@ -134,7 +163,8 @@ class Passages:
         sub_anchor: str = "",
     ) -> None:
         self.owner.append(owner)
-        self.ranges.append((start, end))
+        self.starts.append(start)
+        self.ends.append(end)
         self.title.append(title)
         self.anchor.append(anchor)
         self.sub_title.append(sub_title)
@@ -199,7 +229,7 @@ def write(
         ("doc_title", doc_title),
     ):
         _strings_into(arrays, name, strings)
-    if any(docs.sub_anchor):
+    if docs.sub_anchor.any():
         _strings_into(arrays, "entry_sub_title", docs.sub_title)
         _strings_into(arrays, "entry_sub_anchor", docs.sub_anchor)
     arrays["term_lunr_index"] = ("I", index.lunr_index)
@@ -252,9 +282,9 @@ def _group(
     arrays[f"{prefix}post_head_lists"] = ("I", lists)
     arrays[f"{prefix}post_head"] = ("I", head)
     owner = f"{prefix}entry_file" if prefix else "entry_doc"
-    arrays[owner] = ("I", array("I", passages.owner))
-    arrays[f"{prefix}entry_start"] = ("I", array("I", [a for a, _ in passages.ranges]))
-    arrays[f"{prefix}entry_end"] = ("I", array("I", [b for _, b in passages.ranges]))
+    arrays[owner] = ("I", passages.owner)
+    arrays[f"{prefix}entry_start"] = ("I", passages.starts)
+    arrays[f"{prefix}entry_end"] = ("I", passages.ends)
 
 
 def impact_heads(
@@ -281,7 +311,7 @@ def _attached_into(
     _group(arrays, RESOURCE, postings, attached.passages)
     _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
     _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
-    if any(attached.passages.sub_anchor):
+    if attached.passages.sub_anchor.any():
         _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
         _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
     arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
@@ -301,8 +331,14 @@ def _texts_into(
 
 
 def _strings_into(
-    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]], name: str, strings: Iterable[str]
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
+    name: str,
+    strings: Strings | Iterable[str],
 ) -> None:
-    blob, starts = _strings(strings)
+    blob: bytes | bytearray
+    if isinstance(strings, Strings):
+        blob, starts = strings.blob, strings.offsets
+    else:
+        blob, starts = _strings(strings)
     arrays[name] = ("B", blob)
     arrays[f"{name}_offsets"] = ("I", starts)
