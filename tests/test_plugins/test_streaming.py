@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import KEY, ROOT, VALID_DOC, MakeLibrary
 
-from handbook_build import load_config, pipeline
+from handbook import Library
+from handbook_build import load_config, pipeline, workers
 from handbook_build.errors import BuildError
 from handbook_build.pipeline import build, check
 from handbook_build.write.seal import staging
@@ -155,3 +156,28 @@ def test_the_stream_keeps_no_body(make_library: MakeLibrary, tmp_path: Path) -> 
         assert isinstance(stream.entries[0], bytes) and b'"id":"a"' in stream.entries[0]
         (content,) = (writer.root / "content").iterdir()
         assert "Intro of a" in content.read_text(encoding="utf-8")
+
+
+def test_excerpt_texts_cut_by_workers_are_the_same_bytes(
+    make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker processes cut and compress the texts two docs at a time: equal texts met in
+    several chunks are still stored once, numbered in order of first appearance."""
+    docs: dict[str, str | bytes] = {
+        f"d{n:02}.md": TWIN.format(id=f"t.{n}")
+        if n % 3 == 0
+        else DOC.format(id=f"d.{n}", title=f"T{n}", extra="")
+        for n in range(13)
+    }
+    config = make_library(docs)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    build(load_config(config), tmp_path / "here" / "bundle", KEY)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(workers, "CHUNK", 2)
+    build(load_config(config), tmp_path / "workers" / "bundle", KEY)
+    here, forked = _files(tmp_path / "here" / "bundle"), _files(tmp_path / "workers" / "bundle")
+    assert here.keys() == forked.keys()
+    assert [p for p in here if here[p] != forked[p]] == []
+    library = Library.open(tmp_path / "workers" / "bundle", allow_unsigned=True)
+    hits = library.search("pump valve sensor", limit=3)["hits"]
+    assert hits and all("pump valve sensor" in hit["excerpt"] for hit in hits)

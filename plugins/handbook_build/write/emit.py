@@ -48,7 +48,7 @@ from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .pedigree_view import records_pedigrees
 from .seal import BundleWriter
-from .search_file import search_file
+from .search_file import Body, search_file
 from .sections import (
     MARKDOWN,
     attached_sections,
@@ -127,11 +127,12 @@ def finish(
     index: LunrIndex,
     order: Sequence[int],
     markdown: Sequence[tuple[int, Resource]],
-    bodies: Sequence[str],
+    bodies: Sequence[Body],
     records: Sequence[Record] = (),
 ) -> None:
     """The files written once the catalog is: reviews, the lunr index, the search file
-    (`bodies`: each doc's markdown, in index order), tools.json and llms.txt."""
+    (`bodies`: each doc's markdown or content file, in index order), tools.json and
+    llms.txt."""
     if config.reviews is not None:
         reviews, offsets = reviews_files(config, records)
         writer.write(REVIEWS, reviews)

@@ -5,7 +5,9 @@ doc's passages as `passages` cuts its content, then the attached markdown files'
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from handbook.bundle.catalog import Catalog, Resource, SectionEntry, passages
 from handbook.pedigree.derived import is_retired
@@ -13,6 +15,7 @@ from handbook.search import file_format as search_format
 from handbook.search import hit_texts
 from handbook.search.hit_texts import excerpt_text
 
+from ..workers import parallel
 from .lunr_index import LunrIndex
 
 
@@ -21,7 +24,7 @@ def search_file(
     markdown: Sequence[tuple[int, Resource]],
     catalog: Catalog,
     index: LunrIndex,
-    bodies: Sequence[str] | None = None,
+    bodies: Sequence[Body] | None = None,
 ) -> Iterator[bytes | memoryview]:
     """The runtime's search file: the index's terms and scores, plus what a hit needs to
     be shown without parsing the catalog (ids, titles, paths, anchors, byte ranges).
@@ -69,32 +72,56 @@ def search_file(
     )
 
 
+Body = str | Path
+"""A doc's markdown, or the content file that holds it (read by the worker that cuts it)."""
+
+
 def _texts(
-    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[str]
+    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[Body]
 ) -> hit_texts.Packer:
-    """Each doc entry's excerpt text (`hit_texts.excerpt_text`), compressed as it is cut,
-    one doc's body at a time; the dictionary is sampled from the texts first, as
-    `hit_texts.dictionary` would from all of them."""
+    """Each doc entry's excerpt text (`hit_texts.excerpt_text`), compressed as it is cut
+    (by worker processes, a chunk of docs each, on a library large enough), equal texts
+    once; the dictionary is sampled from the texts first, as `hit_texts.dictionary`
+    would from all of them."""
     total = len(docs)
     step = max(1, total // hit_texts.DICT_SAMPLE)
     sample = [_text(docs, firsts, bodies, e) for e in range(0, total, step)]
     packer = hit_texts.Packer(hit_texts.dictionary(sample))
-    for i, body in enumerate(bodies):
-        content = body.encode("utf-8")
-        stop = firsts[i + 1] if i + 1 < len(firsts) else total
-        for start, end in zip(
-            docs.starts[firsts[i] : stop], docs.ends[firsts[i] : stop], strict=True
-        ):
-            packer.add(excerpt_text(content, start, end).encode("utf-8"))
+    ends = [*firsts[1:], total]
+    items = [
+        (body, docs.starts[a:b].tobytes(), docs.ends[a:b].tobytes())
+        for body, a, b in zip(bodies, firsts, ends, strict=True)
+    ]
+    for key, packed in parallel(_cut, packer.zdict, items):
+        packer.add_packed(key, packed)
     packer.close()
     return packer
 
 
+def _cut(zdict: bytes, items: list[tuple[Body, bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Per entry of these docs, its text's key and, the first time this chunk meets the
+    text, the text compressed (b"" after: the main process stores each text once, and
+    meets every text's first appearance first)."""
+    packer, seen, out = hit_texts.Packer(zdict), set(), []
+    for body, starts, ends in items:
+        content = _content(body)
+        for start, end in zip(array("I", starts), array("I", ends), strict=True):
+            text = excerpt_text(content, start, end).encode("utf-8")
+            key = hit_texts.key(text)
+            out.append((key, b"" if key in seen else packer.deflate(text)))
+            seen.add(key)
+    return out
+
+
+def _content(body: Body) -> bytes:
+    return body.read_bytes() if isinstance(body, Path) else body.encode("utf-8")
+
+
 def _text(
-    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[str], entry: int
+    docs: search_format.Passages, firsts: Sequence[int], bodies: Sequence[Body], entry: int
 ) -> bytes:
     start, end = docs.starts[entry], docs.ends[entry]
-    body = bodies[bisect.bisect_right(firsts, entry) - 1].encode("utf-8")
+    body = _content(bodies[bisect.bisect_right(firsts, entry) - 1])
     return excerpt_text(body, start, end).encode("utf-8")
 
 

@@ -9,9 +9,9 @@ values, and the marks of the fields the library-wide checks name). `finish` then
 the rest from those, as `emit` does from docs: the same bytes.
 
 The search file's excerpt texts are cut from the content files just written, read back
-one at a time. Only one bundle of every doc can be written this way: a library with
-audiences, or whose review policy leaves docs out, is emitted by `emit` once the check
-is done (which docs a bundle holds is known only then).
+by the processes that cut them. Only one bundle of every doc is written this way: a
+library with audiences, or with reviewers (whose policy may leave docs out, and whose
+check reads every doc's entry), is emitted by `emit` once the check is done.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import overload
 
 from handbook.bundle.catalog import Catalog, DocEntry, Resource, doc_from_dict
@@ -106,7 +105,7 @@ class Stream:
             self.writer, library, ((d.id, e) for d, e in zip(docs, entries.raw, strict=True))
         )
         catalog = Catalog(library, entries)
-        bodies = _Bodies(self.writer.root, self.contents)
+        bodies = [self.writer.root / path for path in self.contents]  # read by who cuts them
         finish(self.config, self.writer, catalog, self.index, position, markdown, bodies)
         return catalog
 
@@ -132,25 +131,3 @@ class _Entries(Sequence[DocEntry]):
     def __iter__(self) -> Iterator[DocEntry]:
         for raw in self.raw:
             yield doc_from_dict(json.loads(raw))
-
-
-class _Bodies(Sequence[str]):
-    """Each doc's markdown, in index order, read back from the content files written."""
-
-    def __init__(self, root: Path, files: list[str]) -> None:
-        self.root, self.files = root, files
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    @overload
-    def __getitem__(self, n: int) -> str: ...
-    @overload
-    def __getitem__(self, n: slice) -> Sequence[str]: ...
-    def __getitem__(self, n: int | slice) -> str | Sequence[str]:
-        if isinstance(n, slice):
-            return [self._read(f) for f in self.files[n]]
-        return self._read(self.files[n])
-
-    def _read(self, path: str) -> str:
-        return (self.root / path).read_bytes().decode("utf-8")

@@ -59,6 +59,11 @@ def compressed(texts: Iterable[bytes], zdict: bytes) -> list[bytes]:
     return [packer.deflate(text) for text in texts]
 
 
+def key(text: bytes) -> bytes:
+    """What `Packer` tells equal texts by: a 16-byte digest."""
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
 class Packer:
     """Texts compressed one at a time as they are made, equal texts once: the build never
     holds every text (half a gigabyte at 100,000 docs), only the compressed ones and a
@@ -94,11 +99,16 @@ class Packer:
         return bytes(packer.compress(text) + packer.flush())
 
     def add(self, text: bytes) -> None:
-        key = hashlib.blake2b(text, digest_size=16).digest()
-        number = self._numbers.get(key)
+        k = key(text)
+        self.add_packed(k, b"" if k in self._numbers else self.deflate(text))
+
+    def add_packed(self, k: bytes, packed: bytes) -> None:
+        """Add a text by its `key`, compressed by `deflate` elsewhere (a worker process);
+        `packed` is read only the first time `k` is added."""
+        number = self._numbers.get(k)
         if number is None:
-            number = self._numbers[key] = len(self)
-            self.blob += self.deflate(text)
+            number = self._numbers[k] = len(self)
+            self.blob += packed
             self.offsets.append(len(self.blob))
         self.of.append(number)
 
