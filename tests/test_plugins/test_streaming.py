@@ -181,3 +181,11 @@ def test_excerpt_texts_cut_by_workers_are_the_same_bytes(
     library = Library.open(tmp_path / "workers" / "bundle", allow_unsigned=True)
     hits = library.search("pump valve sensor", limit=3)["hits"]
     assert hits and all("pump valve sensor" in hit["excerpt"] for hit in hits)
+
+
+def test_a_library_without_docs_streams_to_the_same_bytes(
+    make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    streamed, emitted = _both(make_library({"notes.txt": "not a doc"}), tmp_path, monkeypatch)
+    assert streamed.keys() == emitted.keys() and "search.bin" in streamed
+    assert [p for p in streamed if streamed[p] != emitted[p]] == []

@@ -87,7 +87,7 @@ def _texts(
     step = max(1, total // hit_texts.DICT_SAMPLE)
     sample = [_text(docs, firsts, bodies, e) for e in range(0, total, step)]
     packer = hit_texts.Packer(hit_texts.dictionary(sample))
-    ends = [*firsts[1:], total]
+    ends = [*firsts[1:], total][: len(firsts)]  # a bundle may have no doc
     items = [
         (body, docs.starts[a:b].tobytes(), docs.ends[a:b].tobytes())
         for body, a, b in zip(bodies, firsts, ends, strict=True)
