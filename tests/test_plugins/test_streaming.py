@@ -13,6 +13,7 @@ from handbook import Library
 from handbook_build import load_config, pipeline, workers
 from handbook_build.errors import BuildError
 from handbook_build.pipeline import build, check
+from handbook_build.write.lunr_index import Entry, LunrIndex
 from handbook_build.write.seal import staging
 from handbook_build.write.streaming import Stream
 
@@ -189,3 +190,13 @@ def test_a_library_without_docs_streams_to_the_same_bytes(
     streamed, emitted = _both(make_library({"notes.txt": "not a doc"}), tmp_path, monkeypatch)
     assert streamed.keys() == emitted.keys() and "search.bin" in streamed
     assert [p for p in streamed if streamed[p] != emitted[p]] == []
+
+
+def test_an_index_drops_its_json_tables_once_written_and_makes_them_again() -> None:
+    """index.json's own tables go once it is written (`_pieces`); writing it again gives
+    the same bytes, and the search file's arrays are those of an index never written."""
+    entries = [Entry(f"d{n}", (f"title {n}", "kw é", f"body words {n % 7} 𝄞")) for n in range(40)]
+    written = LunrIndex(entries)
+    first = written.to_bytes()
+    assert written._member_json == [] and written.to_bytes() == first
+    assert written.search_arrays(split=30) == LunrIndex(entries).search_arrays(split=30)
