@@ -232,7 +232,9 @@ def child_index(config_path: str, out: str) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     index = lunr_index.LunrIndex()
-    result = check(load_config(config_path), on_doc=lambda doc: index.extend(index_entries([doc])))
+    result = check(
+        load_config(config_path), on_doc=lambda doc, _: index.extend(index_entries([doc]))
+    )
     t1 = time.perf_counter()
     with open(f"{out}.assembled", "wb") as fh:
         index.write(fh)

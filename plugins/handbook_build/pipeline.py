@@ -6,7 +6,7 @@ bundle from the docs that passed."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,9 +32,20 @@ from .read.parse import Doc, Expands, parse
 from .read.rendering import wanted
 from .read.source import Text, discover, read
 from .workers import parallel
-from .write.bundles import Shipment, bundle_folders, doc_lang, write_bundles
+from .write.bundles import (
+    Shipment,
+    bundle_folders,
+    doc_lang,
+    streams,
+    write_bundles,
+    write_streamed,
+)
 from .write.emit import entry_of, index_entries
 from .write.lunr_index import LunrIndex
+from .write.streaming import Stream
+
+OnDoc = Callable[[Doc, Sequence[str]], Doc | None]
+"""Told each doc as it is checked, with its attached files; may return the doc to keep."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,10 @@ def build(
     failure."""
     folders = bundle_folders(config, out)
     with _no_cycle_collection():
+        if streams(config):
+            findings: list[Finding] = []
+            bundle = write_streamed(config, out, key, _checking(config, strict, progress, findings))
+            return BuildResult(findings, bundle)
         findings, shipment = _passing_check(config, strict, progress)
         bundles = write_bundles(config, folders, key, shipment, embedding)
     settings = config.audiences
@@ -118,8 +133,26 @@ def _passing_check(
     return result.findings, shipment
 
 
-def _indexing(index: LunrIndex) -> Callable[[Doc], None]:
-    return lambda doc: index.extend(index_entries([doc]))
+def _indexing(index: LunrIndex) -> OnDoc:
+    return lambda doc, _: index.extend(index_entries([doc]))
+
+
+def _checking(
+    config: Config,
+    strict: bool,
+    progress: Callable[[int, int], None] | None,
+    findings: list[Finding],
+) -> Callable[[Stream], None]:
+    """The check of a build that streams: each doc goes to the stream as it is checked;
+    BuildError when the check fails, else its findings are added to `findings`."""
+
+    def run(stream: Stream) -> None:
+        result = check(config, progress, on_doc=stream.add)
+        if result.failed(strict):
+            raise BuildError(result.findings, len(result.docs))
+        findings.extend(result.findings)
+
+    return run
 
 
 def _omitting(config: Config) -> bool:
@@ -143,12 +176,13 @@ def check(
     config: Config,
     progress: Callable[[int, int], None] | None = None,
     *,
-    on_doc: Callable[[Doc], None] | None = None,
+    on_doc: OnDoc | None = None,
 ) -> CheckResult:
     """Check the whole library. `progress(done, total)` is called as files are checked,
-    and `on_doc(doc)` for each doc that parsed, in path order, while worker processes
-    are still parsing the rest (the build indexes docs there, on the otherwise idle
-    main process)."""
+    and `on_doc(doc, attached files)` for each doc that parsed, in path order, while
+    worker processes are still parsing the rest (the build indexes or writes docs there,
+    on the otherwise idle main process). A doc `on_doc` returns is kept in the doc's
+    place (a build that streams keeps a slim one)."""
     found = discover(config.docs_dir, config.exclude, skills_only=config.layout == "skills")
     findings = list(found.findings)
     if config.site is not None and wanted(config.site):  # once; forked workers inherit it
@@ -162,9 +196,9 @@ def check(
             if config.adopt is not None:  # derived ids settled before anything indexes them
                 doc, twice = ids.admit(doc)
                 findings.extend(twice)
-            docs.append(doc)
             if on_doc is not None:
-                on_doc(doc)
+                doc = on_doc(doc, found.resources.get(doc.path, ())) or doc
+            docs.append(doc)
         if progress:
             progress(done, total)
     findings.extend(check_library(docs, config.default_lang))

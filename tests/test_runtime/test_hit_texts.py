@@ -325,5 +325,5 @@ def test_the_packer_stores_equal_texts_once_as_a_fresh_compressor_would() -> Non
     assert list(packer.of) == [0, 1, 2, 0, 1, 3]
     for n, text in enumerate([texts[0], texts[1], texts[2], texts[5]]):
         fresh = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, zdict)
-        assert packer.packed[n] == fresh.compress(text) + fresh.flush()
-        assert zlib.decompressobj(-15, zdict=zdict).decompress(packer.packed[n]) == text
+        assert packer[n] == fresh.compress(text) + fresh.flush()
+        assert zlib.decompressobj(-15, zdict=zdict).decompress(packer[n]) == text

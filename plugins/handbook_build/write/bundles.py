@@ -26,6 +26,7 @@ from ..safe_paths import check_output
 from .emit import emit, index_entries
 from .lunr_index import LunrIndex
 from .seal import BundleWriter, publish, staging, versions_dir
+from .streaming import Stream
 
 Progress = Callable[[int, int], None]
 """Told (done, total) as work goes."""
@@ -99,6 +100,45 @@ def write_bundles(
     return bundles
 
 
+def streams(config: Config) -> bool:
+    """Whether the build writes its bundle as the docs are checked (`write_streamed`): one
+    bundle of every doc, known before the check ends (no audiences, no review policy)."""
+    return config.audiences is None and config.reviews is None
+
+
+def write_streamed(
+    config: Config,
+    folder: Path,
+    key: Ed25519PrivateKey | None,
+    check: Callable[[Stream], None],
+    embedding: Progress | None = None,
+) -> Bundle:
+    """Write, seal and publish the one bundle of a library that `streams`: `check` runs
+    the check, handing each doc to the stream as it is checked, and raises (nothing is
+    published; the staging folder is removed) when the check fails."""
+    with staging(folder) as writer:
+        _write_stream(config, writer, key, check, embedding)
+        return publish(writer, folder, key)
+
+
+def _write_stream(
+    config: Config,
+    writer: BundleWriter,
+    key: Ed25519PrivateKey | None,
+    check: Callable[[Stream], None],
+    embedding: Progress | None,
+) -> None:
+    """Check into a stream and seal what it wrote; the stream is freed on return, so
+    verifying (which parses the whole catalog) has the memory."""
+    stream = Stream(config, writer)
+    check(stream)
+    built_at = build_time()
+    catalog = stream.finish(built_at, source_counts(stream.docs, config.default_lang))
+    if config.semantic:
+        _embed(config, writer, catalog, embedding)
+    _seal(config, writer, key, built_at, len(stream.docs), None)
+
+
 def doc_lang(doc: Doc) -> str | None:
     """The doc's `lang`, None when it has none (or one that is not a string)."""
     lang = doc.meta.get("lang")
@@ -144,11 +184,22 @@ def _write(
     catalog = emit(docs, config, built_at, writer, index, shipment.resources, ours, source_docs)
     if config.semantic:
         _embed(config, writer, catalog, embedding)
+    _seal(config, writer, key, built_at, len(docs), audience)
+
+
+def _seal(
+    config: Config,
+    writer: BundleWriter,
+    key: Ed25519PrivateKey | None,
+    built_at: str,
+    docs: int,
+    audience: str | None,
+) -> None:
     writer.seal(
         library=config.library,
         version=config.version,
         built_at=built_at,
-        docs=len(docs),
+        docs=docs,
         key=key,
         expires=expiry(built_at, config.expires) if config.expires else None,
         audience=audience,

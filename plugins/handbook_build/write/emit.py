@@ -16,14 +16,12 @@ import posixpath
 import re
 import stat
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from handbook.bundle import canonical, catalog_offsets
 from handbook.bundle.catalog import Catalog, DocEntry, LibraryInfo, Resource, passages
 from handbook.bundle.layout import (
-    CATALOG,
-    CATALOG_OFFSETS,
     INDEX,
     INDEX_GZ,
     LLMS,
@@ -43,13 +41,13 @@ from ..config.options import VERIFIED_STATES
 from ..config.settings import Config
 from ..read.parse import Doc
 from ..read.plain_text import plain_text
-from .id_file import write_ids
+from .catalog_files import write_catalog
 from .llms import llms_txt
 from .lunr_index import Entry, LunrIndex
 from .pages import page_url
 from .pedigree_view import records_pedigrees
 from .seal import BundleWriter
-from .search_file import search_file
+from .search_file import Body, search_file
 from .sections import (
     MARKDOWN,
     attached_sections,
@@ -85,26 +83,49 @@ def emit(
     folder docs (doc path -> paths in the docs root); `records` the verified reviews and
     invalidations, for a library that declares reviewers; `source_docs` the source docs
     found for this bundle's readers, per language (`LibraryInfo.source_docs`)."""
-    docs = sorted(docs_by_path, key=lambda d: (d.id, str(d.meta.get("lang") or "")))
+    docs = sorted(docs_by_path, key=catalog_order)
     texts: dict[str, str] = {}  # sha256 -> text, of every attached markdown file
     entries = [
-        _write_doc(doc, config, writer, (resources or {}).get(doc.path, ()), texts) for doc in docs
+        write_doc(doc, config, writer, (resources or {}).get(doc.path, ()), texts) for doc in docs
     ]
-    library = _library(docs, config, built_at)._replace(source_docs=source_docs)
+    library = library_info(docs, config, built_at)._replace(source_docs=source_docs)
     catalog = Catalog(library, tuple(entries))
-    order, markdown = _index_attached(catalog, docs_by_path, texts, index)
-    catalog_bytes, offsets = catalog_offsets.write(catalog)
-    writer.write(CATALOG, catalog_bytes)
-    writer.write(CATALOG_OFFSETS, offsets)
-    write_ids(writer, catalog, catalog_bytes)
-    del catalog_bytes
+    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(entries)}
+    order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]
+    owners = [(n, entries[n]) for n in order]  # the markdown files follow in index order
+    markdown = index_attached(
+        index, texts, ((n, doc_key(e.id, e.meta), e.title, e.resources) for n, e in owners)
+    )
+    write_catalog(writer, library, ((d.id, catalog_offsets.dumps(d.to_dict())) for d in entries))
+    bodies = [doc.body for doc in docs_by_path]  # in index order, as `order`
+    finish(config, writer, catalog, index, order, markdown, bodies, records)
+    return catalog
+
+
+def catalog_order(doc: Doc) -> tuple[str, str]:
+    """Docs are listed in the catalog by id, then language."""
+    return doc.id, str(doc.meta.get("lang") or "")
+
+
+def finish(
+    config: Config,
+    writer: BundleWriter,
+    catalog: Catalog,
+    index: LunrIndex,
+    order: Sequence[int],
+    markdown: Sequence[tuple[int, Resource]],
+    bodies: Sequence[Body],
+    records: Sequence[Record] = (),
+) -> None:
+    """The files written once the catalog is: reviews, the lunr index, the search file
+    (`bodies`: each doc's markdown or content file, in index order), tools.json and
+    llms.txt."""
     if config.reviews is not None:
         reviews, offsets = reviews_files(config, records)
         writer.write(REVIEWS, reviews)
         writer.write(REVIEW_OFFSETS, offsets)
     _write_lunr(config, writer, index)
     with writer.stream(SEARCH) as fh:
-        bodies = [doc.body for doc in docs_by_path]  # in index order, as `order`
         for piece in search_file(order, markdown, catalog, index, bodies):
             fh.write(piece)
     tools = {"tools": definitions(context_of([catalog]))}
@@ -113,10 +134,9 @@ def emit(
     )
     pedigrees = records_pedigrees(config.reviews, records, catalog)
     writer.write(LLMS, llms_txt(catalog, config, pedigrees).encode("utf-8"))
-    return catalog
 
 
-def _write_doc(
+def write_doc(
     doc: Doc, config: Config, writer: BundleWriter, files: Sequence[str], texts: dict[str, str]
 ) -> DocEntry:
     """Write one doc's content (two docs with the same body share one file) and its
@@ -130,20 +150,21 @@ def _write_doc(
     return _entry(doc, config, body, sha, attached)
 
 
-def _index_attached(
-    catalog: Catalog, docs_by_path: Sequence[Doc], texts: Mapping[str, str], index: LunrIndex
-) -> tuple[list[int], list[tuple[int, Resource]]]:
-    """Add the entries of the attached markdown files to `index`, after the docs'. Returns
-    the docs' catalog positions in index order (docs by path) and the markdown files
-    (catalog position, file) in that order, each doc's files by path."""
-    position = {doc_key(entry.id, entry.meta): n for n, entry in enumerate(catalog.docs)}
-    order = [position[doc_key(doc.id, doc.meta)] for doc in docs_by_path]
-    markdown = [(n, r) for n in order for r in catalog.docs[n].resources if r.sha256 in texts]
-    for n, resource in markdown:
-        doc_entry = catalog.docs[n]
-        key = doc_key(doc_entry.id, doc_entry.meta)
-        index.extend(attached_entries(key, doc_entry.title, resource, texts[resource.sha256]))
-    return order, markdown
+def index_attached(
+    index: LunrIndex,
+    texts: Mapping[str, str],
+    owners: Iterable[tuple[int, str, str, Sequence[Resource]]],
+) -> list[tuple[int, Resource]]:
+    """Add the entries of the attached markdown files (those whose text is in `texts`, by
+    sha256) of `owners` (each doc's catalog position, index ref, title and attached
+    files, in index order) to `index`; return them as (catalog position, file)."""
+    markdown = []
+    for n, key, title, resources in owners:
+        for resource in resources:
+            if resource.sha256 in texts:
+                markdown.append((n, resource))
+                index.extend(attached_entries(key, title, resource, texts[resource.sha256]))
+    return markdown
 
 
 def _write_lunr(config: Config, writer: BundleWriter, index: LunrIndex) -> None:
@@ -251,7 +272,7 @@ def _entry(
     )
 
 
-def _library(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
+def library_info(docs: Sequence[Doc], config: Config, built_at: str) -> LibraryInfo:
     values: dict[str, Counter[str]] = defaultdict(Counter)
     holders: Counter[str] = Counter()
     maps: set[str] = set()  # kept and shown, never filters

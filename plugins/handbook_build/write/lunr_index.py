@@ -195,13 +195,16 @@ class LunrIndex:
             out.append("[" + _json_string(t) + ",{" + ",".join(parts) + "}]")
         return ",".join(out)
 
-    def _prepare(self) -> None:
-        """What scoring and rendering need, computed once before any worker forks."""
-        if not self._member_json and self.refs:
+    def _prepare(self, rendering: bool = True) -> None:
+        """What scoring, and with `rendering` index.json, need, computed once before any
+        worker forks. index.json's tables are dropped once it is written (a tenth of a
+        gigabyte at 100,000 docs, beside the search file's arrays), made again if asked."""
+        if self.refs and not self._scoring[1]:
             self._scoring = (
                 self._idf(),
                 [sum(lengths) / len(self.refs) for lengths in self.lengths],
             )
+        if rendering and not self._member_json and self.refs:
             self._sorted_terms = sorted(
                 self.term_index.items(), key=lambda item: utf16_key(item[0])
             )
@@ -238,7 +241,7 @@ class LunrIndex:
         """The search file's view of the index: terms in code-point order, their lunr
         `_index`, and the postings of the entries before `split` (a row per term) apart
         from those of the entries from `split` on (a row per term that has any)."""
-        self._prepare()
+        self._prepare(rendering=False)
         self._split = len(self.refs) if split is None else split
         self._code_point_terms = sorted(self.term_index.items())
         total = len(self._code_point_terms)
@@ -258,6 +261,18 @@ class LunrIndex:
         terms = [t for t, _ in self._code_point_terms]
         lunr_index = array("I", [i for _, i in self._code_point_terms])
         return SearchArrays(terms, lunr_index, docs, attached)
+
+    def release(self) -> None:
+        """Drop the postings, frequencies and refs: the search file is the last thing
+        written from an index, and at 100,000 docs they are most of a gigabyte that its
+        excerpt texts and arrays would otherwise be made beside. Used up after this."""
+        for group in (*self.postings, *self.posting_tf):
+            group.clear()
+        self.lengths = [array("I") for _ in self.fields]
+        self.frequencies, self.frequency_starts = array("I"), array("Q", [0])
+        self.refs, self.term_index = [], {}
+        self._sorted_terms, self._member_json, self._code_point_terms = [], [], []
+        self._scoring = ([], [])
 
     def chunks(self) -> Iterator[str]:
         """The serialized index as JSON text, in pieces (lunr 2.3 / lunr-schema layout).
@@ -288,6 +303,7 @@ class LunrIndex:
         rendered = _render_all(self, jobs)
         for render, _, _, lead in pieces:
             yield next(rendered) if render else _encoded(lead, level)
+        self._sorted_terms, self._member_json = [], []  # index.json's own tables: written
 
     def write(self, fh: Writable) -> None:
         """Stream the serialized index to a binary file."""

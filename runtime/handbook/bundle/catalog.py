@@ -199,7 +199,7 @@ class LibraryInfo(NamedTuple):
 
 class Catalog(NamedTuple):
     library: LibraryInfo
-    docs: tuple[DocEntry, ...]
+    docs: Sequence[DocEntry]
 
     def to_dict(self) -> dict[str, Any]:
         return {"library": self.library.to_dict(), "docs": [d.to_dict() for d in self.docs]}

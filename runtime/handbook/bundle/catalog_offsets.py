@@ -24,7 +24,7 @@ import json
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import Any, overload
 
@@ -48,33 +48,45 @@ def dumps(value: Any) -> bytes:
 def write(catalog: Catalog) -> tuple[bytes, bytes]:
     """The bytes of ``catalog.json`` (exactly `dumps(catalog.to_dict())`) and of
     ``catalog-offsets.bin``, which gives the place of each of its objects."""
-    parts, starts, ends = [b'{"docs":['], _uint32s(), _uint32s()
-    at = len(parts[0])
-    for n, doc in enumerate(catalog.docs):
+    parts: list[bytes] = []
+    entries = ((doc.id, dumps(doc.to_dict())) for doc in catalog.docs)
+    offsets = write_to(parts.append, entries, dumps(catalog.library.to_dict()))
+    return b"".join(parts), offsets
+
+
+def write_to(
+    out: Callable[[bytes], object], entries: Iterable[tuple[str, bytes]], library: bytes
+) -> bytes:
+    """Write ``catalog.json`` piece by piece to `out`, from each doc's (id, serialized
+    entry) in catalog order and the serialized library, and return the bytes of
+    ``catalog-offsets.bin``: a build of 100,000 docs never holds the whole catalog (208 MB)."""
+    starts, ends, id_offsets, ids = _uint32s(), _uint32s(), _uint32s([0]), []
+    whole = hashlib.sha256()
+
+    def put(data: bytes) -> None:
+        whole.update(data)
+        out(data)
+
+    put(b'{"docs":[')
+    at = len(b'{"docs":[')
+    for n, (doc_id, entry) in enumerate(entries):
         if n:
-            parts.append(b",")
+            put(b",")
             at += 1
-        entry = dumps(doc.to_dict())
-        parts.append(entry)
+        put(entry)
         starts.append(at)
         at += len(entry)
         ends.append(at)
-    parts.append(b'],"library":')
-    at += len(parts[-1])
-    library = dumps(catalog.library.to_dict())
-    parts += [library, b"}"]
-    ids = [doc.id.encode() for doc in catalog.docs]
-    id_offsets = _uint32s([0])
-    for item in ids:
-        id_offsets.append(id_offsets[-1] + len(item))
-    header = _uint32s([VERSION, len(catalog.docs), at, at + len(library)])
-    whole = b"".join(parts)
-    offsets = b"".join(
-        [MAGIC, _le(header), hashlib.sha256(whole).digest()]
-        + [_le(a) for a in (starts, ends, id_offsets)]
-        + ids
+        ids.append(doc_id.encode())
+        id_offsets.append(id_offsets[-1] + len(ids[-1]))
+    put(b'],"library":')
+    at += len(b'],"library":')
+    put(library)
+    put(b"}")
+    header = _uint32s([VERSION, len(ids), at, at + len(library)])
+    return b"".join(
+        [MAGIC, _le(header), whole.digest()] + [_le(a) for a in (starts, ends, id_offsets)] + ids
     )
-    return whole, offsets
 
 
 class CatalogOffsets:

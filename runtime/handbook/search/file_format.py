@@ -109,19 +109,48 @@ def _strings(strings: Iterable[str]) -> tuple[bytes, array[int]]:
     return b"".join(encoded), offsets
 
 
+class Strings:
+    """UTF-8 strings appended one at a time into one buffer with uint32 offsets, as the
+    file stores them: a million entries' titles and anchors held as str objects took
+    hundreds of megabytes at 100,000 docs."""
+
+    def __init__(self) -> None:
+        self.blob = bytearray()
+        self.offsets = array("I", [0])
+
+    def append(self, text: str) -> None:
+        self.blob += text.encode("utf-8")
+        self.offsets.append(len(self.blob))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, n: int) -> str:
+        return self.blob[self.offsets[n] : self.offsets[n + 1]].decode("utf-8")
+
+    def any(self) -> bool:
+        """Whether any string is not empty."""
+        return bool(self.blob)
+
+
 @dataclass
 class Passages:
     """Per entry of one group, in index order: its owner (a doc's catalog position, or an
     attached file's number), its UTF-8 byte range in the owner's text, its ``##``
     section's title and anchor ("" for the text before the first section), and the
-    subsection's whose text it is ("" for a ``##`` section's own text)."""
+    subsection's whose text it is ("" for a ``##`` section's own text). Kept as the
+    file's arrays, never as objects per entry."""
 
-    owner: list[int] = field(default_factory=list)
-    ranges: list[tuple[int, int]] = field(default_factory=list)
-    title: list[str] = field(default_factory=list)
-    anchor: list[str] = field(default_factory=list)
-    sub_title: list[str] = field(default_factory=list)
-    sub_anchor: list[str] = field(default_factory=list)
+    owner: array[int] = field(default_factory=lambda: array("I"))
+    starts: array[int] = field(default_factory=lambda: array("I"))
+    ends: array[int] = field(default_factory=lambda: array("I"))
+    title: Strings = field(default_factory=Strings)
+    anchor: Strings = field(default_factory=Strings)
+    sub_title: Strings = field(default_factory=Strings)
+    sub_anchor: Strings = field(default_factory=Strings)
+
+    def __len__(self) -> int:
+        return len(self.owner)
 
     def add(
         self,
@@ -134,7 +163,8 @@ class Passages:
         sub_anchor: str = "",
     ) -> None:
         self.owner.append(owner)
-        self.ranges.append((start, end))
+        self.starts.append(start)
+        self.ends.append(end)
         self.title.append(title)
         self.anchor.append(anchor)
         self.sub_title.append(sub_title)
@@ -190,7 +220,7 @@ def write(
     bundles read as before. `entry_text` holds the doc entries' excerpt texts, compressed
     as the build made them (`handbook.search.hit_texts.Packer`), stored when given;
     `doc_retired`, per doc, whether it is retired (a hit then shows its pedigree)."""
-    arrays: dict[str, tuple[str, bytes | array[int]]] = {}
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]] = {}
     for name, strings in (
         ("terms", index.terms),
         ("entry_title", docs.title),
@@ -199,7 +229,7 @@ def write(
         ("doc_title", doc_title),
     ):
         _strings_into(arrays, name, strings)
-    if any(docs.sub_anchor):
+    if docs.sub_anchor.any():
         _strings_into(arrays, "entry_sub_title", docs.sub_title)
         _strings_into(arrays, "entry_sub_anchor", docs.sub_anchor)
     arrays["term_lunr_index"] = ("I", index.lunr_index)
@@ -228,13 +258,13 @@ def write(
                 data.byteswap()
             piece: bytes | memoryview = memoryview(data).cast("B")
         else:
-            piece = data
+            piece = memoryview(data)
         yield piece
         yield b"\0" * (-len(piece) % 8)
 
 
 def _group(
-    arrays: dict[str, tuple[str, bytes | array[int]]],
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
     prefix: str,
     postings: Postings,
     passages: Passages,
@@ -252,9 +282,9 @@ def _group(
     arrays[f"{prefix}post_head_lists"] = ("I", lists)
     arrays[f"{prefix}post_head"] = ("I", head)
     owner = f"{prefix}entry_file" if prefix else "entry_doc"
-    arrays[owner] = ("I", array("I", passages.owner))
-    arrays[f"{prefix}entry_start"] = ("I", array("I", [a for a, _ in passages.ranges]))
-    arrays[f"{prefix}entry_end"] = ("I", array("I", [b for _, b in passages.ranges]))
+    arrays[owner] = ("I", passages.owner)
+    arrays[f"{prefix}entry_start"] = ("I", passages.starts)
+    arrays[f"{prefix}entry_end"] = ("I", passages.ends)
 
 
 def impact_heads(
@@ -273,13 +303,15 @@ def impact_heads(
 
 
 def _attached_into(
-    arrays: dict[str, tuple[str, bytes | array[int]]], postings: Postings, attached: Attached
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
+    postings: Postings,
+    attached: Attached,
 ) -> None:
     """The ``resource_`` arrays: the attached files' postings, entries and files."""
     _group(arrays, RESOURCE, postings, attached.passages)
     _strings_into(arrays, f"{RESOURCE}entry_title", attached.passages.title)
     _strings_into(arrays, f"{RESOURCE}entry_anchor", attached.passages.anchor)
-    if any(attached.passages.sub_anchor):
+    if attached.passages.sub_anchor.any():
         _strings_into(arrays, f"{RESOURCE}entry_sub_title", attached.passages.sub_title)
         _strings_into(arrays, f"{RESOURCE}entry_sub_anchor", attached.passages.sub_anchor)
     arrays[f"{RESOURCE}doc"] = ("I", array("I", attached.doc))
@@ -287,21 +319,26 @@ def _attached_into(
     arrays[f"{RESOURCE}content"] = ("B", b"".join(attached.content))
 
 
-def _texts_into(arrays: dict[str, tuple[str, bytes | array[int]]], texts: hit_texts.Packer) -> None:
+def _texts_into(
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]], texts: hit_texts.Packer
+) -> None:
     """``excerpt_text`` (each distinct text deflated against ``excerpt_text_dict``), its
     offsets, and ``entry_excerpt``: per entry, the number of its text."""
     arrays["excerpt_text_dict"] = ("B", texts.zdict)
-    arrays["excerpt_text"] = ("B", b"".join(texts.packed))
-    offsets = array("I", [0])
-    for item in texts.packed:
-        offsets.append(offsets[-1] + len(item))
-    arrays["excerpt_text_offsets"] = ("I", offsets)
+    arrays["excerpt_text"] = ("B", texts.blob)
+    arrays["excerpt_text_offsets"] = ("I", texts.offsets)
     arrays["entry_excerpt"] = ("I", texts.of)
 
 
 def _strings_into(
-    arrays: dict[str, tuple[str, bytes | array[int]]], name: str, strings: Iterable[str]
+    arrays: dict[str, tuple[str, bytes | bytearray | array[int]]],
+    name: str,
+    strings: Strings | Iterable[str],
 ) -> None:
-    blob, starts = _strings(strings)
+    blob: bytes | bytearray
+    if isinstance(strings, Strings):
+        blob, starts = strings.blob, strings.offsets
+    else:
+        blob, starts = _strings(strings)
     arrays[name] = ("B", blob)
     arrays[f"{name}_offsets"] = ("I", starts)

@@ -59,6 +59,11 @@ def compressed(texts: Iterable[bytes], zdict: bytes) -> list[bytes]:
     return [packer.deflate(text) for text in texts]
 
 
+def key(text: bytes) -> bytes:
+    """What `Packer` tells equal texts by: a 16-byte digest."""
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
 class Packer:
     """Texts compressed one at a time as they are made, equal texts once: the build never
     holds every text (half a gigabyte at 100,000 docs), only the compressed ones and a
@@ -72,22 +77,44 @@ class Packer:
         self.zdict = zdict
         self._primed = _packer(zdict)
         self._numbers: dict[bytes, int] = {}
-        self.packed: list[bytes] = []
-        """Each distinct text, compressed, in the order of first appearance."""
+        self.blob = bytearray()
+        """Each distinct text, compressed, in the order of first appearance, joined (a
+        million small bytes objects at 100,000 docs, then a copy to join them, cost
+        about 200 MB more)."""
+        self.offsets = array("I", [0])
+        """Where each compressed text starts in `blob` (one final end)."""
         self.of = array("I")
-        """Per text added, the number of its compressed text in `packed`."""
+        """Per text added, the number of its compressed text."""
+
+    def __len__(self) -> int:
+        """How many distinct texts."""
+        return len(self.offsets) - 1
+
+    def __getitem__(self, n: int) -> bytes:
+        """Distinct text `n`, compressed."""
+        return bytes(self.blob[self.offsets[n] : self.offsets[n + 1]])
 
     def deflate(self, text: bytes) -> bytes:
         packer = self._primed.copy()
         return bytes(packer.compress(text) + packer.flush())
 
     def add(self, text: bytes) -> None:
-        key = hashlib.blake2b(text, digest_size=16).digest()
-        number = self._numbers.get(key)
+        k = key(text)
+        self.add_packed(k, b"" if k in self._numbers else self.deflate(text))
+
+    def add_packed(self, k: bytes, packed: bytes) -> None:
+        """Add a text by its `key`, compressed by `deflate` elsewhere (a worker process);
+        `packed` is read only the first time `k` is added."""
+        number = self._numbers.get(k)
         if number is None:
-            number = self._numbers[key] = len(self.packed)
-            self.packed.append(self.deflate(text))
+            number = self._numbers[k] = len(self)
+            self.blob += packed
+            self.offsets.append(len(self.blob))
         self.of.append(number)
+
+    def close(self) -> None:
+        """No more texts: drop the digests that found equal texts."""
+        self._numbers = {}
 
 
 class HitTexts:
