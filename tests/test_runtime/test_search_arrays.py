@@ -364,3 +364,17 @@ answer = lib.search("modbus timeout", limit=10)
 print(ix.ARRAYS, ix.load_arrays(), "numpy" in sys.modules, answer["count"] > 0)
 """
     assert run_python(code, HANDBOOK_PURE_SEARCH="1") == "False None False True"
+
+
+def test_a_server_imports_the_array_path_before_its_first_query() -> None:
+    """`serve` and `mcp` import numpy's path at start (`for_a_server`), so their first
+    queries do not share the interpreter with its import; the environment still wins."""
+    code = """
+import sys
+from handbook.search import array_loading
+before = "numpy" in sys.modules
+array_loading.for_a_server()
+print(before, array_loading.imported() is not None, "numpy" in sys.modules)
+"""
+    assert run_python(code) == "False True True"
+    assert run_python(code, HANDBOOK_PURE_SEARCH="1") == "False False False"

@@ -16,6 +16,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from ..search.array_loading import for_a_server
 from ..tools.served import Served
 from .mcp import build_server
 
@@ -27,6 +28,8 @@ def run_stdio(served: Served) -> None:
     before it closed (see `answered_before_eof`). Nothing else may write to stdout: it is
     the protocol stream."""
     from mcp.server.stdio import stdio_server
+
+    for_a_server()
 
     async def main() -> None:
         server = build_server(served)

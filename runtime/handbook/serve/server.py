@@ -12,6 +12,7 @@ from ..access.principals import Principals
 from ..bundle.locations import is_url
 from ..libraries.library import Library
 from ..libraries.reloader import Reloader
+from ..search.array_loading import for_a_server
 from ..tools.served import Served
 from .connections import Limits, guarded_protocol, raise_file_limit
 from .gate import DEFAULT_BURST, DEFAULT_RATE, host_names
@@ -55,6 +56,7 @@ def serve(
 
     from .mcp import http_app
 
+    for_a_server()
     limits = within_file_limit(limits)
     app = create_app(
         served,
