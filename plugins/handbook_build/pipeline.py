@@ -110,7 +110,8 @@ def build(
     with _no_cycle_collection():
         if streams(config):
             findings: list[Finding] = []
-            bundle = write_streamed(config, out, key, _checking(config, strict, progress, findings))
+            checking = _checking(config, strict, progress, findings)
+            bundle = write_streamed(config, out, key, checking, embedding)
             return BuildResult(findings, bundle)
         findings, shipment = _passing_check(config, strict, progress)
         bundles = write_bundles(config, folders, key, shipment, embedding)
@@ -181,8 +182,9 @@ def check(
     """Check the whole library. `progress(done, total)` is called as files are checked,
     and `on_doc(doc, attached files)` for each doc that parsed, in path order, while
     worker processes are still parsing the rest (the build indexes or writes docs there,
-    on the otherwise idle main process). A doc `on_doc` returns is kept in the doc's
-    place (a build that streams keeps a slim one)."""
+    on the otherwise idle main process); not for a doc with errors of its own, which fail
+    the check (a build never writes it, and it may lack what an entry needs). A doc
+    `on_doc` returns is kept in the doc's place (a build that streams keeps a slim one)."""
     found = discover(config.docs_dir, config.exclude, skills_only=config.layout == "skills")
     findings = list(found.findings)
     if config.site is not None and wanted(config.site):  # once; forked workers inherit it
@@ -196,7 +198,7 @@ def check(
             if config.adopt is not None:  # derived ids settled before anything indexes them
                 doc, twice = ids.admit(doc)
                 findings.extend(twice)
-            if on_doc is not None:
+            if on_doc is not None and not count(apply_levels(doc_findings, config.levels))[0]:
                 doc = on_doc(doc, found.resources.get(doc.path, ())) or doc
             docs.append(doc)
         if progress:

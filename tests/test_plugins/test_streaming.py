@@ -101,11 +101,13 @@ def test_findings_are_the_same_either_way(
     make_library: MakeLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The library-wide checks read slim docs when streaming: a duplicate id and a
-    successor that does not exist are still reported at their lines and columns."""
+    successor that does not exist are still reported at their lines and columns; a doc
+    that parses but fails its own checks (no title) is never written, only reported."""
     docs = {
         "a.md": VALID_DOC.format(id="dup"),
         "b.md": VALID_DOC.format(id="dup"),
         "c.md": VALID_DOC.format(id="c").replace("kind: guide", "kind: guide\nsuperseded_by: nope"),
+        "d.md": VALID_DOC.format(id="d").replace("title: A valid doc\n", ""),
     }
     config = make_library(docs)
     out = tmp_path / "out" / "bundle"
@@ -118,6 +120,7 @@ def test_findings_are_the_same_either_way(
     lines = [f"{f.path}:{f.line}:{f.col}: {f.code}" for f in streamed.value.findings]
     assert lines == [f"{f.path}:{f.line}:{f.col}: {f.code}" for f in emitted.value.findings]
     assert "b.md:2:5: HB" in "\n".join(lines) and "c.md:" in "\n".join(lines)
+    assert "d.md:" in "\n".join(lines)
     assert streamed.value.findings == emitted.value.findings
     assert not out.exists() and list((out.parent / "bundle.versions").iterdir()) == []
 
