@@ -134,9 +134,7 @@ def _write_stream(
     check(stream)
     built_at = build_time()
     catalog = stream.finish(built_at, source_counts(stream.docs, config.default_lang))
-    if config.semantic:
-        _embed(config, writer, catalog, embedding)
-    _seal(config, writer, key, built_at, len(stream.docs), None)
+    _seal(config, writer, key, catalog, built_at, None, embedding)
 
 
 def doc_lang(doc: Doc) -> str | None:
@@ -182,24 +180,26 @@ def _write(
     ours = [r for r in records if not isinstance(r, Review) or (r.doc, r.lang) in ids]
     index = _index(shipment, docs)
     catalog = emit(docs, config, built_at, writer, index, shipment.resources, ours, source_docs)
-    if config.semantic:
-        _embed(config, writer, catalog, embedding)
-    _seal(config, writer, key, built_at, len(docs), audience)
+    _seal(config, writer, key, catalog, built_at, audience, embedding)
 
 
 def _seal(
     config: Config,
     writer: BundleWriter,
     key: Ed25519PrivateKey | None,
+    catalog: Catalog,
     built_at: str,
-    docs: int,
     audience: str | None,
+    embedding: Progress | None,
 ) -> None:
+    """Embed the passages of `catalog` (a `semantic` library), then seal the bundle."""
+    if config.semantic:
+        _embed(config, writer, catalog, embedding)
     writer.seal(
         library=config.library,
         version=config.version,
         built_at=built_at,
-        docs=docs,
+        docs=len(catalog.docs),
         key=key,
         expires=expiry(built_at, config.expires) if config.expires else None,
         audience=audience,
